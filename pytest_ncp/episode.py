@@ -1,0 +1,365 @@
+"""One episode: player <-> narrator <-> auditor on one spec, until a termination reason.
+
+Turn t >= 1 is the t-th (player input, narrator response) pair; an opening narration is turn 0 and
+is audited like any other turn (DESIGN 7.3). Every turn is appended to a JSON-lines trace as soon as
+it is audited, so an interrupted run keeps everything it did.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Sequence
+
+from .auditor import Auditor, AuditorError, CommitmentState, TurnAudit, TurnContext
+from .ledger import FactLedger
+from .llm import Completion, ModelClient, ModelError, Usage, current_usage, scrub
+from .narrators import Narrator, NarratorContext, accepts_argument, call_maybe_async
+from .players import Player, PlayerView
+from .prompts import PROMPT_VERSION
+from .spec import NarrativeSpec
+
+
+class Termination(str, enum.Enum):
+    CONFLICT_FACT = "conflict:fact"
+    CONFLICT_COMMITMENT = "conflict:commitment"
+    CONFLICT_PLAYER_INPUT = "conflict:player_input"
+    SUCCESS = "success"
+    TURN_LIMIT = "turn_limit"
+    # The scripted player ran out of inputs before the turn limit: survived, not successful,
+    # counted beside turn_limit (never a failure, never an error).
+    SCRIPT_EXHAUSTED = "script_exhausted"
+    ERROR = "error"
+
+    @property
+    def is_conflict(self) -> bool:
+        return self.value.startswith("conflict:")
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Failure:
+    """The confirmed conflict that ended an episode."""
+
+    turn: int
+    type: str
+    fact_ids: list[str]
+    commitment_ids: list[str]
+    quote: str
+    explanation: str
+    confirmation: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"turn": self.turn, "type": self.type, "fact_ids": self.fact_ids,
+                "commitment_ids": self.commitment_ids, "quote": self.quote,
+                "explanation": self.explanation, "confirmation": self.confirmation}
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """Why an episode could not be judged: never the narrator's verdict."""
+
+    kind: str  # narrator | auditor | model | player
+    message: str
+    traceback: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message, "traceback": self.traceback}
+
+
+@dataclass(frozen=True)
+class Turn:
+    turn: int
+    player_input: str | None
+    response: str
+
+
+@dataclass
+class EpisodeResult:
+    spec: NarrativeSpec
+    repeat: int
+    termination: Termination
+    turns: int
+    node_index: int
+    commitment_states: dict[str, CommitmentState]
+    ledger: FactLedger
+    transcript: list[Turn] = field(default_factory=list)
+    audits: list[TurnAudit] = field(default_factory=list)
+    failure: Failure | None = None
+    error: ErrorInfo | None = None
+    usage: Usage = field(default_factory=Usage)
+    trace: str | None = None
+
+    @property
+    def spec_id(self) -> str:
+        return self.spec.id
+
+    @property
+    def progress(self) -> float:
+        return self.node_index / len(self.spec.trajectory) if self.spec.trajectory else 0.0
+
+    @property
+    def satisfied(self) -> float:
+        states = list(self.commitment_states.values())
+        return sum(s == "SATISFIED" for s in states) / len(states) if states else 0.0
+
+    @property
+    def survived(self) -> bool:
+        return not self.termination.is_conflict and self.termination is not Termination.ERROR
+
+    @property
+    def verdicts(self) -> list[dict[str, Any]]:
+        return [a.verdicts() for a in self.audits]
+
+    def ledger_diff(self) -> str:
+        last = self.failure.turn if self.failure else self.turns
+        return self.ledger.diff(0, last)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The episode entry of results.json (DESIGN 7.4)."""
+        return {
+            "spec_id": self.spec.id, "repeat": self.repeat, "termination": self.termination.value,
+            "turns": self.turns, "progress": round(self.progress, 6), "satisfied": round(self.satisfied, 6),
+            "failure": self.failure.to_dict() if self.failure else None,
+            "error": self.error.to_dict() if self.error else None,
+            "commitments": dict(self.commitment_states), "nodes_reached": self.node_index,
+            "tokens": self.usage.tokens, "cost_usd": round(self.usage.cost_usd, 8), "trace": self.trace,
+        }
+
+
+# --- traces ----------------------------------------------------------------------------------------
+
+
+class TraceWriter:
+    """Appends one JSON object per line and flushes it, so nothing written is lost on a crash."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh: IO[str] = open(self.path, "w", encoding="utf-8")
+
+    def write(self, event: str, **data: Any) -> None:
+        self._fh.write(json.dumps({"event": event, **data}, ensure_ascii=False, default=str) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+
+
+class _EpisodeError(Exception):
+    def __init__(self, info: ErrorInfo):
+        self.info = info
+
+
+# --- the turn loop ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Episode:
+    spec: NarrativeSpec
+    narrator: Narrator
+    player: Player
+    auditor: Auditor
+    max_turns: int = 100
+    repeat: int = 0
+    client: ModelClient | None = None
+    narrator_model: str | None = None
+    trace_path: str | Path | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+
+    async def run(self) -> EpisodeResult:
+        usage = Usage()
+        token = current_usage.set(usage)
+        trace = TraceWriter(self.trace_path) if self.trace_path else None
+        result = EpisodeResult(
+            spec=self.spec, repeat=self.repeat, termination=Termination.ERROR, turns=0, node_index=0,
+            commitment_states={c.id: "PENDING" for c in self.spec.commitments},
+            ledger=FactLedger.from_initial((f.id, f.text) for f in self.spec.initial_facts),
+            usage=usage, trace=str(self.trace_path) if self.trace_path else None,
+        )
+        try:
+            if trace:
+                trace.write("start", spec_id=self.spec.id, repeat=self.repeat, max_turns=self.max_turns,
+                            prompt_version=PROMPT_VERSION, config=self.config,
+                            ledger=result.ledger.to_list())
+            try:
+                result.termination = await self._loop(result, trace)
+            except _EpisodeError as exc:
+                result.termination, result.error = Termination.ERROR, exc.info
+            self._settle_invariants(result)
+            if trace:
+                if result.error:
+                    trace.write("error", turn=result.turns, **result.error.to_dict())
+                trace.write("end", **{k: v for k, v in result.to_dict().items() if k != "trace"})
+            return result
+        finally:
+            current_usage.reset(token)
+            if trace:
+                trace.close()
+
+    async def _loop(self, result: EpisodeResult, trace: TraceWriter | None) -> Termination:
+        history: list[tuple[str, str]] = []
+        await self._guard("narrator", self._reset)
+        opening = await self._guard("narrator", self._opening, history)
+        if opening is not None:
+            end = await self._turn(result, trace, 0, None, str(opening), history)
+            if end:
+                return end
+        for turn in range(1, self.max_turns + 1):
+            view = PlayerView(player=self.spec.player, turn=turn, history=tuple(history))
+            player_input = await self._guard("player", call_maybe_async, self.player.next_input, view)
+            if player_input is None:
+                return Termination.SCRIPT_EXHAUSTED
+            context = self._context(turn, history)
+            response = await self._guard("narrator", call_maybe_async, self.narrator.respond,
+                                         str(player_input), context)
+            if not isinstance(response, str):
+                raise _EpisodeError(ErrorInfo("narrator", f"respond() returned {type(response).__name__}, "
+                                                          "expected str"))
+            end = await self._turn(result, trace, turn, str(player_input), response, history)
+            if end:
+                return end
+        return Termination.TURN_LIMIT
+
+    async def _turn(self, result: EpisodeResult, trace: TraceWriter | None, turn: int,
+                    player_input: str | None, response: str, history: list[tuple[str, str]]) -> Termination | None:
+        ctx = TurnContext(
+            spec=self.spec, turn=turn, player_input=player_input, response=response,
+            facts=result.ledger.active(), node_index=result.node_index,
+            commitment_states=dict(result.commitment_states),
+            previous_response=history[-1][1] if history else None,
+        )
+        audit = await self._guard("auditor", self.auditor.audit, ctx)
+        result.transcript.append(Turn(turn, player_input, response))
+        result.audits.append(audit)
+        end = self._apply(result, audit, turn)
+        history.append((player_input or "", response))
+        if trace:
+            trace.write(
+                "turn", turn=turn, player_input=player_input, response=response, verdicts=audit.verdicts(),
+                confirmed=[c.conflict.model_dump() for c in audit.confirmed],
+                ledger_changes=[c.to_dict() for c in result.ledger.changes_at(turn)],
+                node_index=result.node_index, commitments=dict(result.commitment_states),
+                tokens=result.usage.tokens, cost_usd=round(result.usage.cost_usd, 8),
+                auditor_calls=[_call_record(c) for c in audit.calls],
+            )
+        return end
+
+    def _apply(self, result: EpisodeResult, audit: TurnAudit, turn: int) -> Termination | None:
+        """DESIGN section 3, steps 2-4 and termination, from one turn's validated verdicts."""
+        if turn >= 1:
+            result.turns = turn
+        confirmed = audit.confirmed
+        if confirmed:
+            first = confirmed[0]
+            for c in confirmed:
+                for cid in c.conflict.commitment_ids if c.conflict.type == "commitment" else ():
+                    result.commitment_states[cid] = "VIOLATED"
+            result.failure = Failure(
+                turn=turn, type=first.conflict.type, fact_ids=list(first.conflict.fact_ids),
+                commitment_ids=list(first.conflict.commitment_ids), quote=first.conflict.quote,
+                explanation=first.conflict.explanation, confirmation=first.confirmation.explanation,
+            )
+            return Termination(f"conflict:{first.conflict.type}")
+        # No confirmed conflict: the turn's fact update is committed.
+        if audit.fact_update:
+            for n in audit.fact_update.negated:
+                if result.ledger.is_active(n.fact_id):
+                    result.ledger.negate(n.fact_id, turn, n.quote)
+            for a in audit.fact_update.added:
+                result.ledger.add(a.text.strip(), turn, a.quote)
+        if audit.trajectory and audit.trajectory.advanced and result.node_index < len(self.spec.trajectory):
+            result.node_index += 1
+        states = result.commitment_states
+        if audit.commitments:
+            for s in audit.commitments.satisfied:
+                if states.get(s.commitment_id) == "PENDING" and self.spec.commitment(s.commitment_id).kind != "invariant":
+                    states[s.commitment_id] = "SATISFIED"
+        self._derive_satisfaction(result)
+        achievements = [c.id for c in self.spec.achievements]
+        if achievements and all(states[c] == "SATISFIED" for c in achievements):
+            return Termination.SUCCESS
+        return None
+
+    def _derive_satisfaction(self, result: EpisodeResult) -> None:
+        """Commitments the trajectory itself fulfils: an ordering once its `after` node is reached (nodes
+        are reached in order, so `before` came first), an achievement once every node it depends on is."""
+        reached = {n.id for n in self.spec.trajectory[: result.node_index]}
+        nodes = {n.id for n in self.spec.trajectory}
+        for c in self.spec.commitments:
+            if result.commitment_states[c.id] != "PENDING":
+                continue
+            if c.kind == "ordering" and c.after in reached and c.before in reached:
+                result.commitment_states[c.id] = "SATISFIED"
+            elif c.kind == "achievement":
+                deps = [d for d in c.depends_on if d in nodes]
+                if deps and all(d in reached for d in deps):
+                    result.commitment_states[c.id] = "SATISFIED"
+
+    @staticmethod
+    def _settle_invariants(result: EpisodeResult) -> None:
+        # An invariant is satisfied when the episode ended without a conflict and it was never broken.
+        if result.survived:
+            for c in result.spec.commitments:
+                if c.kind == "invariant" and result.commitment_states[c.id] == "PENDING":
+                    result.commitment_states[c.id] = "SATISFIED"
+
+    # --- narrator hooks and error classification ---------------------------------------------
+    def _context(self, turn: int, history: list[tuple[str, str]]) -> NarratorContext:
+        return NarratorContext(spec=self.spec, turn=turn, history=tuple(history), llm=self.client,
+                               model=self.narrator_model, repeat=self.repeat)
+
+    async def _reset(self) -> None:
+        reset = getattr(self.narrator, "reset", None)
+        if callable(reset):
+            await call_maybe_async(reset, self.spec)
+
+    async def _opening(self, history: list[tuple[str, str]]) -> str | None:
+        opening = getattr(self.narrator, "opening", None)
+        if not callable(opening):
+            return None
+        args = (self._context(0, history),) if accepts_argument(opening) else ()
+        return await call_maybe_async(opening, *args)
+
+    async def _guard(self, kind: str, fn: Any, *args: Any) -> Any:
+        try:
+            return await call_maybe_async(fn, *args)
+        except _EpisodeError:
+            raise
+        except AuditorError as exc:
+            raise _EpisodeError(ErrorInfo("auditor", scrub(str(exc)), None)) from exc
+        except ModelError as exc:
+            raise _EpisodeError(ErrorInfo("model" if kind == "auditor" else kind, scrub(str(exc)), None)) from exc
+        except Exception as exc:  # noqa: BLE001 - the agent under test may raise anything
+            tb = scrub("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+            raise _EpisodeError(ErrorInfo(kind, scrub(f"{type(exc).__name__}: {exc}"), tb)) from exc
+
+
+def _call_record(c: Completion) -> dict[str, Any]:
+    return {"step": c.step, "model": c.model, "attempts": c.attempts, "prompt_tokens": c.prompt_tokens,
+            "completion_tokens": c.completion_tokens, "cost_usd": c.cost_usd, "latency_s": round(c.latency_s, 4)}
+
+
+def summarize(results: Sequence[EpisodeResult]) -> str:
+    """One line per episode, for the command line."""
+    return "\n".join(episode_line(r) for r in results)
+
+
+def episode_line(r: EpisodeResult) -> str:
+    what = r.termination.value
+    if r.failure:
+        ids = ",".join(r.failure.fact_ids + r.failure.commitment_ids)
+        what += f" at turn {r.failure.turn}" + (f" ({ids})" if ids else "")
+    elif r.error:
+        what += f" ({r.error.kind}: {r.error.message.splitlines()[0][:100]})"
+    return (f"{r.spec.id}[r{r.repeat}]: {what}; turns={r.turns} progress={r.progress:.0%} "
+            f"satisfied={r.satisfied:.0%} tokens={r.usage.tokens}")

@@ -1,0 +1,181 @@
+"""Many episodes at once: one engine for ``ncp run`` and the pytest plugin.
+
+Episodes wait on models almost all the time, so they run concurrently on one event loop under a
+bound; the model client adds a per-endpoint bound that backs off on rate limits. Each episode writes
+its own JSON-lines trace turn by turn, and ``results.json`` is rewritten atomically as episodes end,
+so a killed run loses nothing and ``resume`` continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Sequence
+
+from .auditor import Auditor, LLMAuditor
+from .episode import Episode, EpisodeResult
+from .llm import ModelClient, scrub
+from .metrics import compute_metrics
+from .narrators import NarratorFactory, load_narrator
+from .players import PLAYER_KINDS, Player, make_player
+from .prompts import PROMPT_VERSION
+from .spec import NarrativeSpec
+
+RESULTS_VERSION = 1
+DEFAULT_AUDITOR_MODEL = "openai/gpt-4o-mini"
+
+
+@dataclass
+class RunConfig:
+    """Every setting of a run, as plain strings and numbers (serialisable, shared with pytest-xdist)."""
+
+    narrator: str | None = None
+    narrator_model: str | None = None
+    player: str = "scripted"
+    player_model: str | None = None
+    auditor_model: str = DEFAULT_AUDITOR_MODEL
+    api_base: str | None = None
+    max_turns: int = 100
+    repeats: int = 1
+    concurrency: int = 16
+    timeout: float = 120.0
+    max_retries: int = 4
+    survival_turn: int = 20
+
+    def validate(self) -> list[str]:
+        problems = []
+        if self.player not in PLAYER_KINDS:
+            problems.append(f"unknown player {self.player!r}; valid: {', '.join(PLAYER_KINDS)}")
+        if self.player in ("adversarial", "natural") and not self.player_model:
+            problems.append(f"the {self.player} player needs a model: set the player model "
+                            "(e.g. openai/gpt-4o-mini)")
+        for name in ("max_turns", "repeats", "concurrency"):
+            if int(getattr(self, name)) < 1:
+                problems.append(f"{name} must be at least 1 (got {getattr(self, name)})")
+        return problems
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["api_base"] = scrub(self.api_base) if self.api_base else None
+        data["prompt_version"] = PROMPT_VERSION
+        data["models"] = {"narrator": self.narrator_model, "player": self.player_model,
+                          "auditor": self.auditor_model}
+        return data
+
+
+def episode_key(spec_id: str, repeat: int) -> str:
+    return f"{spec_id}--r{repeat}"
+
+
+@dataclass
+class Runner:
+    """Runs (spec, repeat) episodes concurrently and keeps results.json current in ``out_dir``.
+
+    ``narrator_factory``, ``auditor`` and ``player_factory`` default to what ``config`` names; hosts
+    (the pytest plugin, tests) pass their own.
+    """
+
+    config: RunConfig
+    out_dir: Path | None = None
+    narrator_factory: NarratorFactory | None = None
+    auditor: Auditor | None = None
+    player_factory: Callable[[NarrativeSpec], Player] | None = None
+    client: ModelClient | None = None
+    on_episode: Callable[[EpisodeResult], None] | None = None
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.client is None:
+            self.client = ModelClient(api_base=self.config.api_base, timeout=self.config.timeout,
+                                      max_retries=self.config.max_retries, concurrency=self.config.concurrency)
+        if self.narrator_factory is None:
+            if not self.config.narrator:
+                raise ValueError("no narrator: give module:Attr (e.g. my_agent:Narrator)")
+            self.narrator_factory = load_narrator(self.config.narrator)
+        if self.auditor is None:
+            self.auditor = LLMAuditor(self.client, self.config.auditor_model)
+        if self.player_factory is None:
+            self.player_factory = lambda spec: make_player(
+                self.config.player, spec, client=self.client, model=self.config.player_model)
+        if self.out_dir is not None:
+            self.out_dir = Path(self.out_dir)
+            (self.out_dir / "traces").mkdir(parents=True, exist_ok=True)
+
+    # --- running -------------------------------------------------------------------------------
+    def episode(self, spec: NarrativeSpec, repeat: int = 0) -> Episode:
+        assert self.narrator_factory and self.player_factory and self.auditor
+        trace = self.out_dir / "traces" / f"{episode_key(spec.id, repeat)}.jsonl" if self.out_dir else None
+        return Episode(
+            spec=spec, narrator=self.narrator_factory(), player=self.player_factory(spec), auditor=self.auditor,
+            max_turns=self.config.max_turns, repeat=repeat, client=self.client,
+            narrator_model=self.config.narrator_model, trace_path=trace, config=self.config.to_dict(),
+        )
+
+    async def run_one(self, spec: NarrativeSpec, repeat: int = 0) -> EpisodeResult:
+        try:
+            episode = self.episode(spec, repeat)
+        except Exception as exc:  # noqa: BLE001 - a narrator factory or player that cannot be built
+            return _setup_error(spec, repeat, exc)
+        result = await episode.run()
+        self.record(result)
+        return result
+
+    async def run(self, specs: Sequence[NarrativeSpec]) -> list[EpisodeResult]:
+        """All episodes of ``specs`` x ``repeats``, at most ``concurrency`` at a time, in input order."""
+        bound = asyncio.Semaphore(self.config.concurrency)
+
+        async def one(spec: NarrativeSpec, repeat: int) -> EpisodeResult:
+            async with bound:
+                return await self.run_one(spec, repeat)
+
+        jobs = [one(s, r) for s in specs for r in range(self.config.repeats)]
+        return list(await asyncio.gather(*jobs))
+
+    # --- results.json --------------------------------------------------------------------------
+    def record(self, result: EpisodeResult) -> None:
+        self.results[episode_key(result.spec.id, result.repeat)] = result.to_dict()
+        if self.on_episode:
+            self.on_episode(result)
+        if self.out_dir is not None:
+            write_results(self.out_dir, self.config.to_dict(), list(self.results.values()),
+                          survival_turn=self.config.survival_turn)
+
+
+def _setup_error(spec: NarrativeSpec, repeat: int, exc: Exception) -> EpisodeResult:
+    from .episode import ErrorInfo, Termination
+    from .ledger import FactLedger
+
+    return EpisodeResult(
+        spec=spec, repeat=repeat, termination=Termination.ERROR, turns=0, node_index=0,
+        commitment_states={c.id: "PENDING" for c in spec.commitments},
+        ledger=FactLedger.from_initial((f.id, f.text) for f in spec.initial_facts),
+        error=ErrorInfo("narrator", scrub(f"could not build the episode: {type(exc).__name__}: {exc}")),
+    )
+
+
+def build_results(config: dict[str, Any], episodes: list[dict[str, Any]], *, survival_turn: int = 20) -> dict[str, Any]:
+    episodes = sorted(episodes, key=lambda e: (e["spec_id"], e["repeat"]))
+    return {"version": RESULTS_VERSION, "config": config, "episodes": episodes,
+            "metrics": compute_metrics(episodes, survival_turn=survival_turn)}
+
+
+def write_results(out_dir: str | Path, config: dict[str, Any], episodes: list[dict[str, Any]],
+                  *, survival_turn: int = 20) -> Path:
+    """Write ``results.json`` atomically (temp file + rename): readers never see half a file."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    data = build_results(config, episodes, survival_turn=survival_turn)
+    fd, tmp = tempfile.mkstemp(prefix=".results.", suffix=".json", dir=out)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=2, ensure_ascii=False)
+        fh.write("\n")
+    os.replace(tmp, out / "results.json")
+    return out / "results.json"
+
+
+def run_sync(coro: Awaitable[Any]) -> Any:
+    return asyncio.run(coro)  # type: ignore[arg-type]
