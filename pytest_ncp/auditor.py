@@ -358,10 +358,11 @@ def quote_in(quote: str, response: str) -> bool:
     if not q:
         return False
     haystack = _normalise(response)
+    pieces = [p for p in (p.strip(" \"'") for p in _ELLIPSIS.split(q)) if p]
+    if not pieces:
+        return False
     pos = 0
-    for piece in (p.strip(" \"'") for p in _ELLIPSIS.split(q)):
-        if not piece:
-            continue
+    for piece in pieces:
         found = haystack.find(piece, pos)
         if found < 0:
             return False

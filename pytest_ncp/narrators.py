@@ -145,8 +145,7 @@ class LLMNarrator:
         model = self.model or context.model
         if not model:
             raise RuntimeError("LLMNarrator has no model: pass --narrator-model or set `model` on a subclass")
-        system = render(self.prompt, spec=context.spec, memory=self.memory(context))
-        messages = list(system)
+        messages = render(self.prompt, default_role="system", spec=context.spec, memory=self.memory(context))
         for said, answered in history:
             if said:
                 messages.append({"role": "user", "content": _player(said)})

@@ -74,8 +74,7 @@ class SimulatedPlayer:
         self.persona, self.model, self.client, self.temperature = persona, model, client, temperature
 
     async def next_input(self, view: PlayerView) -> str | None:
-        messages = render(f"player_{self.persona}", player=view.player)
-        messages = [{"role": "system", "content": messages[0]["content"]}]
+        messages = render(f"player_{self.persona}", default_role="system", player=view.player)
         for said, narration in list(view.history)[-self.window:]:
             if said:
                 messages.append({"role": "assistant", "content": said})

@@ -36,12 +36,12 @@ def _environment(directory: str) -> Any:
     return env
 
 
-def render(template: str | Path, **variables: Any) -> list[dict[str, str]]:
+def render(template: str | Path, *, default_role: str = "user", **variables: Any) -> list[dict[str, str]]:
     """Render a template into chat messages.
 
     ``template`` is a bundled name (``"conflict_check"``) or a path to a user's template file. The
     text before a ``---- user ----`` line is the system message, the rest the user message; a
-    template without the marker is one user message.
+    template without the marker is one message of ``default_role``.
     """
     path = Path(template)
     if path.suffix or path.parent != Path("."):
@@ -52,4 +52,4 @@ def render(template: str | Path, **variables: Any) -> list[dict[str, str]]:
     if USER_MARKER in text:
         system, user = text.split(USER_MARKER, 1)
         return [{"role": "system", "content": system.strip()}, {"role": "user", "content": user.strip()}]
-    return [{"role": "user", "content": text.strip()}]
+    return [{"role": default_role, "content": text.strip()}]

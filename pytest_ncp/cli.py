@@ -1,0 +1,188 @@
+"""The ``ncp`` command: the same engine as the pytest plugin, without pytest.
+
+    ncp validate specs/            check every spec (path:line: field: message), exit 1 on problems
+    ncp schema                     JSON Schema of the spec format
+    ncp run --narrator M:A ...     play, audit and score episodes; writes DIR/results.json + traces
+    ncp demo --out runs/demo       an offline run against the bundled scripted model server
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted: results.json and traces hold every finished episode and turn", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _parser() -> argparse.ArgumentParser:
+    from .players import PLAYER_KINDS
+
+    parser = argparse.ArgumentParser(prog="ncp", description="Narrative Commitment Preservation: test narrator agents.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("validate", help="check spec files; print path:line: field: message for each problem")
+    p.add_argument("paths", nargs="*", default=["specs"], help="spec files or directories (default: specs)")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("schema", help="print the JSON Schema of the spec format")
+    p.set_defaults(func=cmd_schema)
+
+    def run_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--specs", nargs="+", default=["specs"], metavar="PATH", help="spec files or directories")
+        p.add_argument("--player", default="scripted", choices=PLAYER_KINDS)
+        p.add_argument("--narrator-model", help="litellm model for built-in narrators (e.g. openai/gpt-4o-mini)")
+        p.add_argument("--player-model", help="litellm model for simulated players")
+        p.add_argument("--auditor-model", default=None, help="litellm model of the auditor")
+        p.add_argument("--api-base", help="OpenAI-compatible endpoint for every role (overrides env vars)")
+        p.add_argument("--max-turns", type=_positive, default=100)
+        p.add_argument("--repeats", type=_positive, default=1)
+        p.add_argument("--concurrency", type=_positive, default=16, help="episodes and calls in flight")
+        p.add_argument("--timeout", type=float, default=120.0, help="seconds per model call")
+        p.add_argument("--survival-turn", type=_positive, default=20, help="turn of the headline survival figure")
+        p.add_argument("--min-survival", metavar="RATE[@TURN]", help="exit 1 when survival@TURN < RATE")
+        p.add_argument("--out", metavar="DIR", help="write DIR/results.json and DIR/traces/*.jsonl")
+
+    p = sub.add_parser("run", help="run episodes of a narrator over specs")
+    p.add_argument("--narrator", required=True, metavar="MODULE:ATTR",
+                   help="the narrator under test, e.g. my_agent:Narrator or pytest_ncp.narrators:LLMNarrator")
+    run_options(p)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("demo", help="offline run against the bundled scripted model server (no API key)")
+    run_options(p)
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+# --- commands ------------------------------------------------------------------------------------
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .spec import SpecError, load_specs
+
+    try:
+        specs, errors = load_specs(args.paths)
+    except SpecError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_FAILED
+    for err in errors:
+        print(err)
+    problems = sum(len(e.problems) for e in errors)
+    print(f"{len(specs)} spec(s) valid, {len(errors)} with problems ({problems} problem(s))")
+    return EXIT_FAILED if errors else EXIT_OK
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from .spec import spec_json_schema
+
+    print(json.dumps(spec_json_schema(), indent=2))
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: str | None = None) -> int:
+    from .episode import episode_line
+    from .metrics import Gate
+    from .narrators import NarratorLoadError
+    from .runner import DEFAULT_AUDITOR_MODEL, RunConfig, Runner
+    from .spec import load_specs
+
+    gate = None
+    if args.min_survival:
+        try:
+            gate = Gate.parse(args.min_survival)
+        except ValueError as exc:
+            return _usage(str(exc))
+    config = RunConfig(
+        narrator=narrator or args.narrator, narrator_model=args.narrator_model, player=args.player,
+        player_model=args.player_model, auditor_model=args.auditor_model or DEFAULT_AUDITOR_MODEL,
+        api_base=api_base or args.api_base, max_turns=args.max_turns, repeats=args.repeats,
+        concurrency=args.concurrency, timeout=args.timeout, survival_turn=args.survival_turn,
+    )
+    problems = config.validate()
+    if problems:
+        return _usage("; ".join(problems))
+    specs, errors = load_specs(args.specs)
+    for err in errors:
+        print(err, file=sys.stderr)
+    if not specs:
+        return _usage(f"no valid spec found in {' '.join(args.specs)}")
+    try:
+        runner = Runner(config, out_dir=Path(args.out) if args.out else None,
+                        on_episode=lambda r: print(episode_line(r), flush=True))
+    except (NarratorLoadError, ValueError) as exc:
+        return _usage(str(exc))
+    results = asyncio.run(runner.run(specs))
+    from .metrics import compute_metrics
+
+    metrics = compute_metrics([r.to_dict() for r in results], survival_turn=config.survival_turn)
+    print(_summary(metrics, config.survival_turn))
+    if args.out:
+        print(f"results: {Path(args.out) / 'results.json'}")
+    if gate:
+        verdict = gate.check([r.to_dict() for r in results])
+        print(verdict.line())
+        if not verdict.passed:
+            return EXIT_FAILED
+    return EXIT_FAILED if errors else EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .testing import ScriptedModelServer
+    from .testing.demo import install_demo_script
+
+    with ScriptedModelServer() as server:
+        install_demo_script(server)
+        args.narrator_model = args.narrator_model or "openai/demo-narrator"
+        args.auditor_model = args.auditor_model or "openai/demo-auditor"
+        if args.player != "scripted":
+            args.player_model = args.player_model or "openai/demo-player"
+        print(f"offline demo: every model is the scripted server at {server.base_url} "
+              "(scripted answers, not real judgments)")
+        return cmd_run(args, narrator="pytest_ncp.narrators:LLMNarrator", api_base=server.base_url)
+
+
+def _summary(m: dict, turn: int) -> str:
+    rates = m["conflict_rates"]
+    lo, hi = m["survival_ci"]
+    return (f"{m['episodes']} episode(s), {m['errors']} error(s): survival@{turn} "
+            f"{m[f'survival_at_{turn}']:.1%} (95% CI {lo:.1%}-{hi:.1%}), avg turns {m['avg_turns']:.2f}, "
+            f"progress {m['progress_pct']:.1f}%, satisfied {m['satisfied_pct']:.1f}%, conflicts "
+            f"fact {rates['fact']:.0%} / commitment {rates['commitment']:.0%} / player input "
+            f"{rates['player_input']:.0%}, successes {m['successes']}, conflict-free {m['conflict_free']}, "
+            f"turn limit {m['turn_limit']}, tokens {m['tokens']}, cost ${m['cost_usd']:.4f}")
+
+
+def _usage(message: str) -> int:
+    print(f"ncp: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""Fixtures shared by the project's own tests: a scripted narrator and episode runners over litellm."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = ROOT / "specs"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+class ListNarrator:
+    """Answers turn t with responses[t-1]; an opening when given. Stands in for the agent under test."""
+
+    def __init__(self, responses: Sequence[str], opening: str | None = None):
+        self.responses, self._opening = list(responses), opening
+
+    def opening(self) -> str | None:
+        return self._opening
+
+    def respond(self, player_input: str, context: Any) -> str:
+        return self.responses[(context.turn - 1) % len(self.responses)]
+
+
+@pytest.fixture
+def caligari():
+    from pytest_ncp.spec import load_spec
+
+    return load_spec(SPECS / "caligari.yaml")
+
+
+@pytest.fixture
+def play(ncp_model_server, tmp_path):
+    """play(spec, responses, max_turns=..., narrator=..., inputs=...) -> EpisodeResult through the server."""
+    from pytest_ncp.auditor import LLMAuditor
+    from pytest_ncp.episode import Episode
+    from pytest_ncp.llm import ModelClient
+    from pytest_ncp.players import ScriptedPlayer
+
+    def run(spec, responses=("The night passes quietly.",), *, max_turns=5, narrator=None, inputs=None,
+            trace=True, client=None, **kw):
+        client = client or ModelClient(api_base=ncp_model_server.base_url, backoff=0.01, max_backoff=0.05)
+        episode = Episode(
+            spec=spec, narrator=narrator or ListNarrator(responses),
+            player=ScriptedPlayer(inputs or [f"I act, turn {i}." for i in range(1, 200)]),
+            auditor=LLMAuditor(client, "openai/auditor"), max_turns=max_turns, client=client,
+            trace_path=tmp_path / f"{spec.id}.jsonl" if trace else None, **kw,
+        )
+        return asyncio.run(episode.run())
+
+    return run

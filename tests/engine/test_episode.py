@@ -1,0 +1,150 @@
+"""Episodes end for the right reason, at the right turn, through litellm to the scripted server."""
+
+from __future__ import annotations
+
+import json
+
+from pytest_ncp.episode import Termination
+
+
+def conflict(kind="fact", facts=("F2",), commitments=(), quote="Alan laughs"):
+    return {"conflicts": [{"type": kind, "fact_ids": list(facts), "commitment_ids": list(commitments),
+                           "quote": quote, "explanation": "Alan was stated dead."}]}
+
+
+RESPONSES = ["The fair is loud.", "Cesare stirs.", "Alan laughs at the door, alive and well.", "Morning comes."]
+
+
+def test_fact_conflict_ends_the_episode_at_that_turn_with_the_fact_id(play, caligari, ncp_model_server):
+    ncp_model_server.add(step="conflict_check", contains="TURN 3.", reply=conflict())
+    result = play(caligari, RESPONSES)
+    assert result.termination is Termination.CONFLICT_FACT
+    assert result.turns == 3
+    assert result.failure.turn == 3 and result.failure.fact_ids == ["F2"]
+    assert result.failure.quote == "Alan laughs"
+
+
+def test_rejected_flag_does_not_end_the_episode(play, caligari, ncp_model_server):
+    ncp_model_server.add(step="conflict_check", contains="TURN 3.", reply=conflict())
+    ncp_model_server.add(step="conflict_confirmation", reply={"confirmed": False, "explanation": "A state change."})
+    result = play(caligari, RESPONSES, max_turns=5)
+    assert result.termination is Termination.TURN_LIMIT
+    assert result.turns == 5
+    assert result.failure is None
+    turn3 = result.audits[3 - 1]
+    assert len(turn3.flagged) == 1 and turn3.confirmed == [] and len(turn3.rejected) == 1
+    confirmations = [r for r in ncp_model_server.requests if r.step == "conflict_confirmation"]
+    assert len(confirmations) == 1  # confirmation only for the flagged turn
+
+
+def test_commitment_conflict_marks_the_commitment_violated(play, caligari, ncp_model_server):
+    ncp_model_server.add(step="conflict_check", contains="TURN 2.",
+                         reply=conflict("commitment", facts=(), commitments=("C1",), quote="Cesare stirs"))
+    result = play(caligari, RESPONSES)
+    assert result.termination is Termination.CONFLICT_COMMITMENT
+    assert result.failure.turn == 2 and result.failure.commitment_ids == ["C1"]
+    assert result.commitment_states["C1"] == "VIOLATED"
+
+
+def test_player_input_conflict(play, caligari, ncp_model_server):
+    ncp_model_server.add(step="conflict_check", contains="TURN 1.",
+                         reply=conflict("player_input", facts=(), quote="The fair is loud"))
+    result = play(caligari, RESPONSES)
+    assert result.termination is Termination.CONFLICT_PLAYER_INPUT
+    assert result.failure.turn == 1
+
+
+def test_all_achievements_satisfied_is_success(play, caligari, ncp_model_server):
+    ncp_model_server.add(step="commitment_check", contains="TURN 2.", reply={"satisfied": [
+        {"commitment_id": "C5", "evidence": "asylum"}, {"commitment_id": "C6", "evidence": "restrained"}]})
+    result = play(caligari, RESPONSES, max_turns=10)
+    assert result.termination is Termination.SUCCESS
+    assert result.turns == 2
+    assert result.commitment_states["C5"] == result.commitment_states["C6"] == "SATISFIED"
+    # Invariants that held through a conflict-free end count as satisfied too.
+    assert result.commitment_states["C1"] == "SATISFIED"
+
+
+def test_commitment_check_cannot_satisfy_an_invariant(play, caligari, ncp_model_server):
+    ncp_model_server.add(step="commitment_check", reply={"satisfied": [{"commitment_id": "C1", "evidence": "x"}]})
+    ncp_model_server.add(step="conflict_check", contains="TURN 2.", reply=conflict(quote="Cesare stirs"))
+    result = play(caligari, RESPONSES)
+    assert result.termination is Termination.CONFLICT_FACT
+    assert result.commitment_states["C1"] == "PENDING"
+
+
+def test_trajectory_advances_only_when_trigger_and_key_delta_occurred(play, caligari, ncp_model_server):
+    ncp_model_server.add(step="trajectory_update", contains="TURN 1.", reply={
+        "trigger_event_occurred": True, "key_delta_occurred": False, "evidence": "started only"})
+    ncp_model_server.add(step="trajectory_update", contains="TURN 2.", reply={
+        "trigger_event_occurred": False, "key_delta_occurred": True, "evidence": "delta only"})
+    ncp_model_server.add(step="trajectory_update", contains="TURN 3.", reply={
+        "trigger_event_occurred": True, "key_delta_occurred": True, "evidence": "both"})
+    result = play(caligari, RESPONSES, max_turns=3)
+    assert result.node_index == 1
+    assert result.progress == 1 / len(caligari.trajectory)
+    # The trajectory prompt always names the current node: the second node only after the advance.
+    prompts = [r.text for r in ncp_model_server.requests if r.step == "trajectory_update"]
+    assert "CURRENT NODE [fair-visit]" in prompts[2] and "CURRENT NODE [prophecy]" not in prompts[2]
+
+
+def test_reaching_both_nodes_of_an_ordering_satisfies_it(play, caligari, ncp_model_server):
+    ncp_model_server.add(step="trajectory_update", reply={
+        "trigger_event_occurred": True, "key_delta_occurred": True, "evidence": "both"})
+    result = play(caligari, RESPONSES, max_turns=3)
+    assert result.node_index == 3
+    assert result.commitment_states["C3"] == "SATISFIED"  # prophecy before alan-murdered
+    assert result.commitment_states["C4"] == "PENDING"
+
+
+def test_fact_update_is_not_committed_on_a_confirmed_conflict(play, caligari, ncp_model_server):
+    ncp_model_server.add(step="fact_update", contains="TURN 2.", reply={
+        "added": [{"text": "Cesare is awake.", "quote": "Cesare stirs"}], "negated": [{"fact_id": "F8", "quote": "Cesare"}]})
+    ncp_model_server.add(step="conflict_check", contains="TURN 2.", reply=conflict(quote="Cesare stirs"))
+    result = play(caligari, RESPONSES)
+    assert result.termination is Termination.CONFLICT_FACT
+    # The turn-2 fact update was asked for (concurrently with the conflict check) and was valid...
+    assert result.audits[1].fact_update.added[0].text == "Cesare is awake."
+    # ...but a confirmed conflict means it is not committed.
+    assert [f.text for f in result.ledger.active() if f.added_turn > 0] == []
+    assert result.ledger.is_active("F8")
+
+
+def test_fact_updates_are_committed_with_provenance(play, caligari, ncp_model_server):
+    ncp_model_server.add(step="fact_update", contains="TURN 2.", reply={
+        "added": [{"text": "Cesare is awake.", "quote": "Cesare stirs"}],
+        "negated": [{"fact_id": "F8", "quote": "Cesare stirs"}]})
+    result = play(caligari, RESPONSES, max_turns=3)
+    added = [f for f in result.ledger.active() if f.added_turn == 2]
+    assert [(f.id, f.text, f.quote) for f in added] == [("F10", "Cesare is awake.", "Cesare stirs")]
+    assert not result.ledger.is_active("F8") and result.ledger.is_active("F8", turn=1)
+    diff = result.ledger.diff(0, 3)
+    assert "- F8:" in diff and "+ F10: Cesare is awake." in diff
+
+
+def test_opening_narration_is_turn_zero_and_audited(play, caligari, ncp_model_server):
+    from tests.conftest import ListNarrator
+
+    ncp_model_server.add(step="conflict_check", contains="TURN 0.", reply=conflict(quote="Alan is dead"))
+    result = play(caligari, narrator=ListNarrator(["x"], opening="Alan is dead already."))
+    assert result.termination is Termination.CONFLICT_FACT
+    assert result.failure.turn == 0 and result.turns == 0
+    assert "opening narration" in next(r.text for r in ncp_model_server.requests if r.step == "conflict_check")
+
+
+def test_scripted_player_running_out_is_script_exhausted(play, caligari):
+    result = play(caligari, RESPONSES, inputs=["I look.", "I wait."], max_turns=10)
+    assert result.termination is Termination.SCRIPT_EXHAUSTED
+    assert result.turns == 2 and result.survived
+
+
+def test_trace_has_one_line_per_turn_with_verdicts(play, caligari, ncp_model_server, tmp_path):
+    ncp_model_server.add(step="conflict_check", contains="TURN 3.", reply=conflict())
+    result = play(caligari, RESPONSES)
+    records = [json.loads(line) for line in open(result.trace, encoding="utf-8")]
+    assert [r["event"] for r in records] == ["start", "turn", "turn", "turn", "end"]
+    third = records[3]
+    assert third["turn"] == 3 and third["response"] == RESPONSES[2]
+    assert third["confirmed"][0]["fact_ids"] == ["F2"]
+    assert set(third["verdicts"]) >= {"conflict_check", "fact_update", "trajectory_update", "commitment_check"}
+    assert records[-1]["termination"] == "conflict:fact"

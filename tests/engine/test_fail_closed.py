@@ -1,0 +1,65 @@
+"""The auditor fails closed: answers it cannot parse or verify end the episode as error, never as a pass."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_ncp.episode import Termination
+
+GOOD = {"conflicts": []}
+BAD_ANSWERS = {
+    "not json": "definitely not json {",
+    "schema-invalid": {"conflicts": [{"type": "vibes", "fact_ids": [], "commitment_ids": [], "quote": "x",
+                                      "explanation": "x"}]},
+    "missing field": {"conflicts": [{"type": "fact", "fact_ids": ["F1"], "quote": "The fair"}]},
+    "unknown fact id": {"conflicts": [{"type": "fact", "fact_ids": ["F99"], "commitment_ids": [],
+                                       "quote": "The fair is loud", "explanation": "x"}]},
+    "quote not in response": {"conflicts": [{"type": "fact", "fact_ids": ["F2"], "commitment_ids": [],
+                                             "quote": "Alan rides a dragon", "explanation": "x"}]},
+    "fact conflict without ids": {"conflicts": [{"type": "fact", "fact_ids": [], "commitment_ids": [],
+                                                 "quote": "The fair is loud", "explanation": "x"}]},
+}
+
+
+@pytest.mark.parametrize("answer", list(BAD_ANSWERS.values()), ids=list(BAD_ANSWERS))
+def test_invalid_conflict_check_is_retried_then_an_auditor_error(play, caligari, ncp_model_server, answer):
+    ncp_model_server.add(step="conflict_check", reply=answer)
+    result = play(caligari, ["The fair is loud."])
+    assert result.termination is Termination.ERROR
+    assert result.error.kind == "auditor"
+    assert "conflict_check" in result.error.message
+    assert result.failure is None and not result.survived
+    assert len([r for r in ncp_model_server.requests if r.step == "conflict_check"]) == 3  # bounded retries
+
+
+def test_retry_explains_the_problem_and_a_corrected_answer_is_accepted(play, caligari, ncp_model_server):
+    ncp_model_server.add(step="conflict_check", reply=BAD_ANSWERS["unknown fact id"], times=1)
+    result = play(caligari, ["The fair is loud."], max_turns=1)
+    assert result.termination is Termination.TURN_LIMIT
+    retry = [r for r in ncp_model_server.requests if r.step == "conflict_check"][1]
+    assert "F99" in retry.text and "invalid" in retry.text
+
+
+@pytest.mark.parametrize("step,answer", [
+    ("fact_update", {"added": [{"text": "x", "quote": "nowhere in the text"}], "negated": []}),
+    ("fact_update", {"added": [], "negated": [{"fact_id": "F42", "quote": "The fair"}]}),
+    ("commitment_check", {"satisfied": [{"commitment_id": "C99", "evidence": "x"}]}),
+    ("trajectory_update", {"trigger_event_occurred": "maybe", "key_delta_occurred": True, "evidence": "x"}),
+    ("conflict_confirmation", {"explanation": "no verdict"}),
+])
+def test_every_step_fails_closed(play, caligari, ncp_model_server, step, answer):
+    ncp_model_server.add(step="conflict_check", reply={"conflicts": [{
+        "type": "fact", "fact_ids": ["F1"], "commitment_ids": [], "quote": "The fair", "explanation": "x"}]})
+    ncp_model_server.add(step=step, reply=answer)
+    result = play(caligari, ["The fair is loud."])
+    assert result.termination is Termination.ERROR
+    assert result.error.kind == "auditor" and step in result.error.message
+
+
+def test_garbage_never_counts_as_success(play, caligari, ncp_model_server):
+    # Even an answer that would satisfy every achievement cannot pass when another step is garbage.
+    ncp_model_server.add(step="commitment_check", reply={"satisfied": [
+        {"commitment_id": "C5", "evidence": "x"}, {"commitment_id": "C6", "evidence": "x"}]})
+    ncp_model_server.add(step="trajectory_update", reply="{{{")
+    result = play(caligari, ["The fair is loud."])
+    assert result.termination is Termination.ERROR

@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from pytest_ncp.cli import main
+from tests.conftest import ROOT, SPECS
+
+
+def test_validate_ok(capsys):
+    assert main(["validate", str(SPECS / "caligari.yaml")]) == 0
+    assert "1 spec(s) valid, 0 with problems" in capsys.readouterr().out
+
+
+def test_validate_reports_file_line_field_and_exits_1(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((SPECS / "caligari.yaml").read_text().replace("kind: ordering", "kind: sequence", 1))
+    assert main(["validate", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert f"{bad}:" in out and "commitments[2].kind: got 'sequence'" in out
+
+
+def test_validate_missing_path(capsys):
+    assert main(["validate", "/no/such/dir"]) == 1
+    assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_schema_is_json(capsys):
+    assert main(["schema"]) == 0
+    assert json.loads(capsys.readouterr().out)["title"] == "NCP narrative spec"
+
+
+def test_run_rejects_bad_options(capsys):
+    assert main(["run", "--narrator", "nope", "--specs", str(SPECS / "caligari.yaml")]) == 2
+    assert "module:Attr" in capsys.readouterr().err
+    assert main(["run", "--narrator", "x:Y", "--player", "natural", "--specs", str(SPECS)]) == 2
+    assert "needs a model" in capsys.readouterr().err
+    assert main(["run", "--narrator", "x:Y", "--min-survival", "lots", "--specs", str(SPECS)]) == 2
+
+
+def test_demo_runs_offline_and_writes_results(tmp_path):
+    out = tmp_path / "demo"
+    proc = subprocess.run([sys.executable, "-m", "pytest_ncp.cli", "demo", "--specs", str(SPECS / "caligari.yaml"),
+                           "--max-turns", "6", "--out", str(out)], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "caligari[r0]:" in proc.stdout and "survival@20" in proc.stdout
+    results = json.loads((out / "results.json").read_text())
+    assert results["version"] == 1 and results["episodes"][0]["spec_id"] == "caligari"
+    assert (out / "traces" / "caligari--r0.jsonl").exists()
+
+
+def test_plugin_import_is_cheap():
+    code = ("import sys, pytest_ncp.plugin; heavy = [m for m in ('litellm', 'yaml', 'syrupy', 'jinja2', 'pydantic') "
+            "if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
