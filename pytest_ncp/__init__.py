@@ -21,7 +21,7 @@ _EXPORTS = {
     "Player": "players", "PlayerView": "players", "ScriptedPlayer": "players", "SimulatedPlayer": "players",
     "ReplayPlayer": "players",
     "Episode": "episode", "EpisodeResult": "episode", "Termination": "episode",
-    "Runner": "runner", "RunConfig": "runner",
+    "Runner": "runner", "RunConfig": "config",
     "compute_metrics": "metrics", "Gate": "metrics",
 }
 

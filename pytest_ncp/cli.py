@@ -32,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from .players import PLAYER_KINDS
+    from .config import PLAYER_KINDS
 
     parser = argparse.ArgumentParser(prog="ncp", description="Narrative Commitment Preservation: test narrator agents.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -110,7 +110,8 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     from .episode import episode_line
     from .metrics import Gate
     from .narrators import NarratorLoadError
-    from .runner import DEFAULT_AUDITOR_MODEL, RunConfig, Runner
+    from .config import DEFAULT_AUDITOR_MODEL, RunConfig
+    from .runner import Runner
     from .spec import load_specs
 
     gate = None

@@ -124,6 +124,13 @@ class FactLedger:
                 lines.append(f"+ {fact.id}: {fact.text}  (added at turn {fact.added_turn}{_said(fact.quote)})")
         return "\n".join(lines)
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FactLedger):
+            return NotImplemented
+        return [(f.id, f.text) for f in self.active()] == [(f.id, f.text) for f in other.active()]
+
+    __hash__ = None  # type: ignore[assignment]
+
     def to_list(self) -> list[dict]:
         """Every fact ever recorded with its state, for traces and reports."""
         return [

@@ -161,7 +161,9 @@ class ModelClient:
     _limiters: dict[str, AdaptiveLimiter] = field(default_factory=dict, repr=False)
 
     def limiter(self, model: str) -> AdaptiveLimiter:
-        key = self.api_base or model.split("/", 1)[0]
+        # One limiter per endpoint and event loop: asyncio primitives belong to the loop that made
+        # them, and a client may serve several loops in turn (one asyncio.run per hand-written test).
+        key = f"{self.api_base or model.split('/', 1)[0]}@{id(asyncio.get_running_loop())}"
         if key not in self._limiters:
             self._limiters[key] = AdaptiveLimiter(self.concurrency)
         return self._limiters[key]

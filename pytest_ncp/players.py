@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Awaitable, Protocol, Sequence
 
+from .config import PLAYER_KINDS
 from .prompts import render, untrusted
 
 if TYPE_CHECKING:
     from .llm import ModelClient
     from .spec import NarrativeSpec, PlayerCharacter
 
-PLAYER_KINDS: tuple[str, ...] = ("scripted", "adversarial", "natural")
 
 
 @dataclass(frozen=True)

@@ -1,20 +1,246 @@
 """pytest entry point (``pytest11: ncp``). Hooks and fixtures only; each delegates to the core.
 
 Loaded by every pytest run where pytest-ncp is installed, so it imports nothing heavy: no litellm,
-yaml or syrupy at import time.
+yaml, pydantic or syrupy at import time, and without a narrator configured it collects nothing.
 """
 
 from __future__ import annotations
 
-from typing import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import pytest
 
+from . import options
+
+if TYPE_CHECKING:
+    from .episode import EpisodeResult
+    from .session import NcpSession
+    from .spec import NarrativeSpec
+
+SETTINGS_KEY = pytest.StashKey["options.Settings"]()
+SESSION_KEY = pytest.StashKey["NcpSession"]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    options.add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{options.MARKER}(**settings): a pytest-ncp narrative test; as a marker on "
+                                       "a hand-written test, overrides run_episode settings (max_turns, player, ...)")
+    settings = options.resolve(config)
+    config.stash[SETTINGS_KEY] = settings
+    if not settings.enabled:
+        return
+    from .session import NcpSession
+
+    is_worker = hasattr(config, "workerinput")
+    trace_root = Path(config.rootpath) / ".pytest_cache" / "ncp"
+    ncp = config.stash[SESSION_KEY] = NcpSession(settings, is_worker=is_worker, trace_root=trace_root)
+    config.pluginmanager.register(_ReportListener(ncp), "ncp-reports")
+    # A spec's episode and commitment tests must share a worker: load balancing by group does that.
+    if getattr(config.option, "dist", "no") in ("load", "worksteal"):
+        config.option.dist = "loadgroup"
+
+
+def _ncp(config: pytest.Config) -> NcpSession | None:
+    return config.stash.get(SESSION_KEY, None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    # tryfirst: spec items must exist before -k / -m deselection and --lf reordering see the list.
+    ncp = _ncp(config)
+    if ncp is None:
+        return
+    from .collect import SpecFile
+    from .spec import SpecError, spec_files
+
+    try:
+        paths = spec_files(ncp.settings.specs)
+    except SpecError as exc:
+        raise pytest.UsageError(f"pytest-ncp: {exc}") from None
+    for path in paths:
+        node = SpecFile.from_parent(session, path=path.resolve())
+        node.ncp = ncp
+        items.extend(node.collect())
+
+
+def pytest_runtestloop(session: pytest.Session) -> None:
+    ncp = _ncp(session.config)
+    if ncp is None or ncp.is_worker or session.config.option.collectonly:
+        return
+    from .collect import EpisodeItem
+
+    # Start every selected episode now, so they run concurrently while items report in order.
+    ncp.prefetch([(i.spec, i.repeat) for i in session.items if isinstance(i, EpisodeItem)])
+
+
+class _ReportListener:
+    """Registered only when a narrator is configured: feeds every report to the session's merger
+    (on the xdist controller, reports arrive from all workers)."""
+
+    def __init__(self, ncp: NcpSession):
+        self.ncp = ncp
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.user_properties:
+            self.ncp.record_report(report.nodeid, report.when, report.failed, report.user_properties)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    ncp = _ncp(session.config)
+    if ncp is None:
+        return
+    ncp.close()
+    verdict = ncp.finish()
+    if verdict is not None and not verdict.passed and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    ncp = _ncp(config)
+    if ncp is None:
+        return
+    lines = ncp.summary_lines()
+    if lines:
+        terminalreporter.write_sep("=", "ncp: narrative commitment preservation")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
+def pytest_assertrepr_compare(config: pytest.Config, op: str, left: Any, right: Any) -> list[str] | None:
+    from .assertions import explain_comparison
+
+    return explain_comparison(op, left, right)
+
+
+# --- fixtures for hand-written narrator tests --------------------------------------------------------
+
 
 @pytest.fixture
-def ncp_model_server() -> Iterator[object]:
+def ncp_settings(request: pytest.FixtureRequest) -> options.Settings:
+    """The resolved ``--ncp-*`` / ``ncp_*`` settings of this session."""
+    return request.config.stash[SETTINGS_KEY]
+
+
+@pytest.fixture
+def ncp_model_server() -> Iterator[Any]:
     """A scripted OpenAI-compatible server on 127.0.0.1 (``pytest_ncp.testing.ScriptedModelServer``)."""
     from .testing import ScriptedModelServer
 
     with ScriptedModelServer() as server:
         yield server
+
+
+@pytest.fixture
+def ncp_api_base(ncp_settings: options.Settings) -> str | None:
+    """Endpoint for every role; override it (e.g. with ``ncp_model_server.base_url``) to test offline."""
+    return ncp_settings.run.api_base
+
+
+@pytest.fixture
+def ncp_client(ncp_api_base: str | None, ncp_settings: options.Settings) -> Any:
+    from .llm import ModelClient
+
+    return ModelClient(api_base=ncp_api_base, concurrency=ncp_settings.run.concurrency)
+
+
+@pytest.fixture
+def ncp_narrator(ncp_settings: options.Settings) -> Callable[[], Any]:
+    """Factory of the narrator under test (``--ncp-narrator``); override it to test another narrator."""
+    if not ncp_settings.run.narrator:
+        pytest.fail("no narrator configured: pass --ncp-narrator=module:Attr, set ini ncp_narrator, "
+                    "or override the ncp_narrator fixture", pytrace=False)
+    from .narrators import load_narrator
+
+    return load_narrator(ncp_settings.run.narrator)
+
+
+@pytest.fixture
+def ncp_auditor(ncp_client: Any, ncp_settings: options.Settings) -> Any:
+    """The fixed LLM auditor with ``--ncp-auditor-model``."""
+    from .auditor import LLMAuditor
+
+    return LLMAuditor(ncp_client, ncp_settings.run.auditor_model)
+
+
+@pytest.fixture
+def scripted_player() -> Callable[[Sequence[str]], Any]:
+    """``scripted_player(["I open the door.", ...])`` -> a player that says these, in order."""
+    from .players import ScriptedPlayer
+
+    return ScriptedPlayer
+
+
+@pytest.fixture
+def load_spec(request: pytest.FixtureRequest) -> Callable[[str | Path], NarrativeSpec]:
+    """``load_spec("specs/caligari.yaml")`` (relative to the rootdir) -> a validated NarrativeSpec."""
+    from .spec import load_spec as _load
+
+    def load(path: str | Path) -> NarrativeSpec:
+        p = Path(path)
+        return _load(p if p.is_absolute() or p.exists() else Path(request.config.rootpath) / p)
+
+    return load
+
+
+@pytest.fixture
+def run_episode(request: pytest.FixtureRequest, ncp_settings: options.Settings, ncp_narrator_for_run: Any,
+                ncp_auditor: Any, ncp_client: Any, load_spec: Callable[..., NarrativeSpec],
+                tmp_path: Path) -> Callable[..., EpisodeResult]:
+    """``run_episode(spec, narrator=..., player=..., max_turns=...)`` -> EpisodeResult.
+
+    Precedence for each setting: the call's argument > ``@pytest.mark.ncp(...)`` > ``--ncp-*`` / ini.
+    ``spec`` is a NarrativeSpec or a path; ``narrator`` an instance, class or factory (default: the
+    ``ncp_narrator`` fixture); ``player`` a Player or a list of inputs (default: the spec's script).
+    """
+    import asyncio
+
+    from .episode import Episode
+    from .players import ScriptedPlayer, make_player
+
+    marker = request.node.get_closest_marker(options.MARKER)
+    marked: dict[str, Any] = dict(marker.kwargs) if marker else {}
+
+    def run(spec: Any, *, narrator: Any = None, player: Any = None, max_turns: int | None = None,
+            auditor: Any = None, repeat: int = 0) -> EpisodeResult:
+        spec = spec if hasattr(spec, "commitments") else load_spec(spec)
+        narrator = narrator if narrator is not None else ncp_narrator_for_run
+        if callable(narrator) and not hasattr(narrator, "respond"):
+            narrator = narrator()
+        elif isinstance(narrator, type):
+            narrator = narrator()
+        turns = max_turns or marked.get("max_turns") or ncp_settings.run.max_turns
+        if player is None:
+            kind = marked.get("player", ncp_settings.run.player)
+            player = make_player(kind, spec, client=ncp_client,
+                                 model=marked.get("player_model", ncp_settings.run.player_model))
+        elif isinstance(player, (list, tuple)):
+            player = ScriptedPlayer(player)
+        episode = Episode(spec=spec, narrator=narrator, player=player, auditor=auditor or ncp_auditor,
+                          max_turns=int(turns), repeat=repeat, client=ncp_client,
+                          narrator_model=marked.get("narrator_model", ncp_settings.run.narrator_model),
+                          trace_path=tmp_path / f"{spec.id}--r{repeat}.jsonl")
+        return asyncio.run(episode.run())
+
+    return run
+
+
+@pytest.fixture
+def ncp_narrator_for_run(request: pytest.FixtureRequest) -> Any:
+    # run_episode takes the narrator lazily: a test that always passes narrator= needs none configured.
+    class _Lazy:
+        def __call__(self) -> Any:
+            return request.getfixturevalue("ncp_narrator")()
+
+    return _Lazy()
+
+
+@pytest.fixture
+def ncp_snapshot(snapshot: Any) -> Any:
+    """syrupy's ``snapshot`` with pytest-ncp's extension: stable, readable JSON of verdicts and episodes."""
+    from .snapshot import NcpSnapshotExtension
+
+    return snapshot.use_extension(NcpSnapshotExtension)

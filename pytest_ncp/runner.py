@@ -9,10 +9,12 @@ so a killed run loses nothing and ``resume`` continues where it stopped.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import os
 import tempfile
-from dataclasses import asdict, dataclass, field
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Sequence
 
@@ -21,54 +23,11 @@ from .episode import Episode, EpisodeResult
 from .llm import ModelClient, scrub
 from .metrics import compute_metrics
 from .narrators import NarratorFactory, load_narrator
-from .players import PLAYER_KINDS, Player, make_player
-from .prompts import PROMPT_VERSION
+from .config import DEFAULT_AUDITOR_MODEL, RunConfig, episode_key
+from .players import Player, make_player
 from .spec import NarrativeSpec
 
 RESULTS_VERSION = 1
-DEFAULT_AUDITOR_MODEL = "openai/gpt-4o-mini"
-
-
-@dataclass
-class RunConfig:
-    """Every setting of a run, as plain strings and numbers (serialisable, shared with pytest-xdist)."""
-
-    narrator: str | None = None
-    narrator_model: str | None = None
-    player: str = "scripted"
-    player_model: str | None = None
-    auditor_model: str = DEFAULT_AUDITOR_MODEL
-    api_base: str | None = None
-    max_turns: int = 100
-    repeats: int = 1
-    concurrency: int = 16
-    timeout: float = 120.0
-    max_retries: int = 4
-    survival_turn: int = 20
-
-    def validate(self) -> list[str]:
-        problems = []
-        if self.player not in PLAYER_KINDS:
-            problems.append(f"unknown player {self.player!r}; valid: {', '.join(PLAYER_KINDS)}")
-        if self.player in ("adversarial", "natural") and not self.player_model:
-            problems.append(f"the {self.player} player needs a model: set the player model "
-                            "(e.g. openai/gpt-4o-mini)")
-        for name in ("max_turns", "repeats", "concurrency"):
-            if int(getattr(self, name)) < 1:
-                problems.append(f"{name} must be at least 1 (got {getattr(self, name)})")
-        return problems
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["api_base"] = scrub(self.api_base) if self.api_base else None
-        data["prompt_version"] = PROMPT_VERSION
-        data["models"] = {"narrator": self.narrator_model, "player": self.player_model,
-                          "auditor": self.auditor_model}
-        return data
-
-
-def episode_key(spec_id: str, repeat: int) -> str:
-    return f"{spec_id}--r{repeat}"
 
 
 @dataclass
@@ -86,6 +45,7 @@ class Runner:
     player_factory: Callable[[NarrativeSpec], Player] | None = None
     client: ModelClient | None = None
     on_episode: Callable[[EpisodeResult], None] | None = None
+    write_results: bool = True  # False where another process merges results (pytest-xdist workers)
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -140,9 +100,70 @@ class Runner:
         self.results[episode_key(result.spec.id, result.repeat)] = result.to_dict()
         if self.on_episode:
             self.on_episode(result)
-        if self.out_dir is not None:
+        if self.out_dir is not None and self.write_results:
             write_results(self.out_dir, self.config.to_dict(), list(self.results.values()),
                           survival_turn=self.config.survival_turn)
+
+
+class BackgroundRunner:
+    """Runs episodes on an event loop in a background thread, for hosts that are not async (pytest).
+
+    ``submit`` starts an episode at once (bounded by the run's concurrency) and returns a future, so
+    a host can start every selected episode up front and still consume results in its own order.
+    """
+
+    def __init__(self, runner: Runner):
+        self.runner = runner
+        self._futures: dict[str, concurrent.futures.Future[EpisodeResult]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._bound: asyncio.Semaphore | None = None
+        self._lock = threading.Lock()
+
+    def _start(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            loop = asyncio.new_event_loop()
+            ready = threading.Event()
+
+            def serve() -> None:
+                asyncio.set_event_loop(loop)
+                self._bound = asyncio.Semaphore(self.runner.config.concurrency)
+                ready.set()
+                loop.run_forever()
+
+            self._thread = threading.Thread(target=serve, name="ncp-episodes", daemon=True)
+            self._thread.start()
+            ready.wait()
+            self._loop = loop
+        return self._loop
+
+    def submit(self, spec: NarrativeSpec, repeat: int = 0) -> concurrent.futures.Future[EpisodeResult]:
+        key = episode_key(spec.id, repeat)
+        with self._lock:
+            if key not in self._futures:
+                loop = self._start()
+                self._futures[key] = asyncio.run_coroutine_threadsafe(self._bounded(spec, repeat), loop)
+            return self._futures[key]
+
+    async def _bounded(self, spec: NarrativeSpec, repeat: int) -> EpisodeResult:
+        assert self._bound is not None
+        async with self._bound:
+            return await self.runner.run_one(spec, repeat)
+
+    def result(self, spec: NarrativeSpec, repeat: int = 0) -> EpisodeResult:
+        return self.submit(spec, repeat).result()
+
+    def close(self) -> None:
+        """Cancel what is still running and stop the loop; finished traces stay as written."""
+        with self._lock:
+            for future in self._futures.values():
+                future.cancel()
+            loop, self._loop = self._loop, None
+        if loop is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            if self._thread is not None:
+                self._thread.join(timeout=10)
+            loop.close()
 
 
 def _setup_error(spec: NarrativeSpec, repeat: int, exc: Exception) -> EpisodeResult:

@@ -128,7 +128,7 @@ class NarrativeSpec(_Model):
         """``path:line`` of a field, for headlines and error messages."""
         if self.path is None:
             return f"<spec {self.id}>"
-        line = self.line_of(*field_path)
+        line = self.line_of(*field_path) if field_path else None
         return f"{self.path}:{line}" if line else self.path
 
 

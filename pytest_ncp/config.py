@@ -1,0 +1,54 @@
+"""Run settings as plain data: light to import (the pytest plugin resolves them at configure time)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+PLAYER_KINDS: tuple[str, ...] = ("scripted", "adversarial", "natural")
+DEFAULT_AUDITOR_MODEL = "openai/gpt-4o-mini"
+
+
+@dataclass
+class RunConfig:
+    """Every setting of a run, as plain strings and numbers (serialisable, shared with pytest-xdist)."""
+
+    narrator: str | None = None
+    narrator_model: str | None = None
+    player: str = "scripted"
+    player_model: str | None = None
+    auditor_model: str = DEFAULT_AUDITOR_MODEL
+    api_base: str | None = None
+    max_turns: int = 100
+    repeats: int = 1
+    concurrency: int = 16
+    timeout: float = 120.0
+    max_retries: int = 4
+    survival_turn: int = 20
+
+    def validate(self) -> list[str]:
+        problems = []
+        if self.player not in PLAYER_KINDS:
+            problems.append(f"unknown player {self.player!r}; valid: {', '.join(PLAYER_KINDS)}")
+        if self.player in ("adversarial", "natural") and not self.player_model:
+            problems.append(f"the {self.player} player needs a model: set the player model "
+                            "(e.g. openai/gpt-4o-mini)")
+        for name in ("max_turns", "repeats", "concurrency"):
+            if int(getattr(self, name)) < 1:
+                problems.append(f"{name} must be at least 1 (got {getattr(self, name)})")
+        return problems
+
+    def to_dict(self) -> dict[str, Any]:
+        from .llm import scrub
+        from .prompts import PROMPT_VERSION
+
+        data = asdict(self)
+        data["api_base"] = scrub(self.api_base) if self.api_base else None
+        data["prompt_version"] = PROMPT_VERSION
+        data["models"] = {"narrator": self.narrator_model, "player": self.player_model,
+                          "auditor": self.auditor_model}
+        return data
+
+
+def episode_key(spec_id: str, repeat: int) -> str:
+    return f"{spec_id}--r{repeat}"

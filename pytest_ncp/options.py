@@ -1,0 +1,153 @@
+"""Option, ini and marker names (named once, imported by tests), resolved into one Settings object.
+
+Options stay strings until configure time, where they are validated together; a bad value stops the
+run with ``pytest.UsageError`` (exit code 4) saying what is valid. Precedence, resolved here:
+command line > ini (``ncp_*``) > default. For hand-written tests, ``run_episode`` applies the
+``@pytest.mark.ncp(...)`` marker over these settings, and its own arguments over the marker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .config import DEFAULT_AUDITOR_MODEL, PLAYER_KINDS, RunConfig
+from .metrics import Gate
+
+GROUP = "ncp"
+MARKER = "ncp"
+PROPERTY_PREFIX = "ncp."
+
+# name -> (help, default, type); each becomes --ncp-NAME and ini ncp_NAME (dashes as underscores)
+OPTIONS: dict[str, tuple[str, Any, type]] = {
+    "narrator": ("narrator under test as module:Attr (e.g. my_agent:Narrator); without it no spec test is "
+                 "collected", None, str),
+    "specs": ("spec files or directories (repeatable; default: ./specs)", None, list),
+    "player": (f"player: {' | '.join(PLAYER_KINDS)} (default: scripted)", "scripted", str),
+    "narrator-model": ("litellm model for built-in narrators", None, str),
+    "player-model": ("litellm model for simulated players", None, str),
+    "auditor-model": (f"litellm model of the auditor (default: {DEFAULT_AUDITOR_MODEL})", DEFAULT_AUDITOR_MODEL, str),
+    "api-base": ("OpenAI-compatible endpoint for every role; overrides litellm's environment variables", None, str),
+    "max-turns": ("turn limit per episode (default: 100)", 100, int),
+    "repeats": ("episodes per spec (default: 1)", 1, int),
+    "concurrency": ("episodes and model calls in flight (default: 16)", 16, int),
+    "min-survival": ("session gate RATE[@TURN] (TURN defaults to 20): conflicts become xfail and the session "
+                     "fails only when survival@TURN < RATE", None, str),
+    "report": ("write DIR/results.json and DIR/traces/", None, str),
+    "demo": ("route every model call to the bundled scripted server (offline demo; judges nothing real)",
+             False, bool),
+}
+
+
+def cli_flag(name: str) -> str:
+    return f"--ncp-{name}"
+
+
+def ini_key(name: str) -> str:
+    return "ncp_" + name.replace("-", "_")
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup(GROUP, "narrative commitment preservation (pytest-ncp)")
+    for name, (help_text, _default, kind) in OPTIONS.items():
+        dest = ini_key(name)
+        if kind is bool:
+            group.addoption(cli_flag(name), action="store_true", default=None, dest=dest, help=help_text)
+            parser.addini(ini_key(name), help_text, type="bool", default=False)
+        elif kind is list:
+            group.addoption(cli_flag(name), action="append", default=None, dest=dest, metavar="PATH", help=help_text)
+            parser.addini(ini_key(name), help_text, type="paths", default=[])
+        else:
+            group.addoption(cli_flag(name), default=None, dest=dest, help=help_text)
+            parser.addini(ini_key(name), help_text, default=None)
+
+
+@dataclass
+class Settings:
+    """Everything the plugin needs, validated. ``enabled`` is False when no narrator is configured."""
+
+    run: RunConfig
+    specs: list[Path]
+    gate: Gate | None = None
+    report: Path | None = None
+    demo: bool = False
+    sources: dict[str, str] = field(default_factory=dict)  # where each value came from, for messages
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.run.narrator)
+
+
+def _raw(config: pytest.Config, name: str) -> tuple[Any, str]:
+    value = config.getoption(ini_key(name), default=None)
+    if value is not None:
+        return value, cli_flag(name)
+    ini = config.getini(ini_key(name))
+    if ini not in (None, "", []):
+        return ini, f"ini {ini_key(name)}"
+    return OPTIONS[name][1], "default"
+
+
+def resolve(config: pytest.Config) -> Settings:
+    """Read and validate every ncp option. Raises pytest.UsageError listing what is wrong and what is valid."""
+    problems: list[str] = []
+    sources: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    for name in OPTIONS:
+        values[name], sources[name] = _raw(config, name)
+
+    def integer(name: str) -> int:
+        raw = values[name]
+        try:
+            number = int(raw)
+        except (TypeError, ValueError):
+            problems.append(f"{sources[name]}={raw!r}: expected a whole number >= 1")
+            return int(OPTIONS[name][1])
+        if number < 1:
+            problems.append(f"{sources[name]}={raw!r}: expected a whole number >= 1")
+        return number
+
+    player = str(values["player"])
+    if player not in PLAYER_KINDS:
+        problems.append(f"{sources['player']}={player!r}: unknown player; valid: {', '.join(PLAYER_KINDS)}")
+    gate = None
+    if values["min-survival"]:
+        try:
+            gate = Gate.parse(str(values["min-survival"]))
+        except ValueError as exc:
+            problems.append(f"{sources['min-survival']}: {exc}")
+    demo = bool(values["demo"])
+    run = RunConfig(
+        narrator=values["narrator"] or None,
+        narrator_model=values["narrator-model"] or ("openai/demo-narrator" if demo else None),
+        player=player,
+        player_model=values["player-model"] or ("openai/demo-player" if demo and player != "scripted" else None),
+        auditor_model="openai/demo-auditor" if demo and sources["auditor-model"] == "default"
+        else str(values["auditor-model"]),
+        api_base=values["api-base"] or None,
+        max_turns=integer("max-turns"),
+        repeats=integer("repeats"),
+        concurrency=integer("concurrency"),
+        survival_turn=gate.turn if gate else 20,
+    )
+    if player in PLAYER_KINDS and player != "scripted" and not run.player_model:
+        problems.append(f"{cli_flag('player')}={player} needs {cli_flag('player-model')} (e.g. openai/gpt-4o-mini)")
+    if run.narrator:
+        from .narrators import NarratorLoadError, load_narrator
+
+        try:
+            load_narrator(run.narrator)
+        except NarratorLoadError as exc:
+            problems.append(f"{sources['narrator']}: {exc}")
+    specs = [Path(p) for p in (values["specs"] or [])] or [Path(config.rootpath) / "specs"]
+    if run.narrator:
+        missing = [str(p) for p in specs if not p.exists()]
+        if missing:
+            problems.append(f"{sources['specs']}: no such spec file or directory: {', '.join(missing)}")
+    if problems:
+        raise pytest.UsageError("pytest-ncp: " + "\n  ".join(["invalid options:", *problems]))
+    report = Path(values["report"]) if values["report"] else None
+    return Settings(run=run, specs=specs, gate=gate, report=report, demo=demo, sources=sources)

@@ -1,0 +1,1 @@
+"""Human-readable output: failure text, transcripts and the run table (no pytest imports here)."""

@@ -1,0 +1,178 @@
+"""Failure messages, transcripts and the paper's table as plain text.
+
+A failure's first line is a headline a person can act on: spec, turn, what broke, where in the spec.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from ..episode import EpisodeResult
+    from ..metrics import GateVerdict
+
+_KIND = {"fact": "fact conflict", "commitment": "commitment conflict", "player_input": "player-input conflict"}
+
+
+def _where(result: EpisodeResult) -> str:
+    """``path:line`` of the spec item behind the failure (initial fact, commitment or scripted input)."""
+    spec, failure = result.spec, result.failure
+    if failure is None:
+        return spec.location()
+    if failure.type == "fact":
+        for i, f in enumerate(spec.initial_facts):
+            if f.id in failure.fact_ids:
+                return spec.location("initial_facts", i)
+    if failure.type == "commitment":
+        for i, c in enumerate(spec.commitments):
+            if c.id in failure.commitment_ids:
+                return spec.location("commitments", i)
+    if failure.type == "player_input" and 1 <= failure.turn <= len(spec.scripted_inputs):
+        return spec.location("scripted_inputs", failure.turn - 1)
+    return spec.location()
+
+
+def headline(result: EpisodeResult) -> str:
+    name = _name(result)
+    if result.failure:
+        f = result.failure
+        ids = ", ".join(f.fact_ids + f.commitment_ids)
+        return f"{name}: {_KIND.get(f.type, f.type)} at turn {f.turn}{f' ({ids})' if ids else ''} {_where(result)}"
+    if result.error:
+        return f"{name}: {result.error.kind} error after turn {result.turns}: {result.error.message.splitlines()[0]}"
+    return f"{name}: {result.termination.value} after {result.turns} turn(s)"
+
+
+def _name(result: EpisodeResult) -> str:
+    return result.spec.id if result.repeat == 0 else f"{result.spec.id} (repeat {result.repeat})"
+
+
+def _block(label: str, text: str | None, width: int = 100) -> str:
+    body = text if text else "(none)"
+    lines = []
+    for para in body.splitlines() or [""]:
+        lines.extend(textwrap.wrap(para, width - 4) or [""])
+    return f"{label}:\n" + "\n".join("    " + line for line in lines)
+
+
+def excerpt(result: EpisodeResult, turn: int, before: int = 1) -> str:
+    """The player input and narration of ``turn`` and the ``before`` turns preceding it."""
+    parts = []
+    for t in result.transcript:
+        if turn - before <= t.turn <= turn:
+            if t.player_input is not None:
+                parts.append(_block(f"turn {t.turn} player", t.player_input))
+            parts.append(_block(f"turn {t.turn} narrator", t.response))
+    return "\n".join(parts)
+
+
+def failure_text(result: EpisodeResult) -> str:
+    """Headline, the auditor's finding with quotes, a transcript excerpt and the ledger diff."""
+    f = result.failure
+    lines = [headline(result)]
+    if f is None:
+        if result.error:
+            lines += ["", result.error.message]
+        return "\n".join(lines)
+    lines += [
+        "",
+        _block("auditor finding", f.explanation),
+        _block("quoted from the narration", f'"{f.quote}"'),
+        _block("confirmation", f.confirmation),
+    ]
+    facts = [result.ledger[i] for i in f.fact_ids if i in result.ledger]
+    if facts:
+        lines.append(_block("contradicted fact(s)", "\n".join(f"{x.id}: {x.text}" for x in facts)))
+    for cid in f.commitment_ids:
+        try:
+            c = result.spec.commitment(cid)
+        except KeyError:
+            continue
+        lines.append(_block(f"commitment {cid} ({c.kind})", c.text))
+    lines += ["", excerpt(result, f.turn), "", result.ledger.diff(0, f.turn)]
+    if result.trace:
+        lines += ["", f"trace: {result.trace}"]
+    return "\n".join(lines)
+
+
+def commitment_text(result: EpisodeResult, commitment_id: str) -> str:
+    c = result.spec.commitment(commitment_id)
+    state = result.commitment_states.get(commitment_id, "PENDING")
+    where = result.spec.location("commitments", [x.id for x in result.spec.commitments].index(commitment_id))
+    if state == "VIOLATED":
+        head = f"{_name(result)}:{commitment_id}: {c.kind} violated at turn {result.failure.turn if result.failure else '?'} {where}"
+    else:
+        head = (f"{_name(result)}:{commitment_id}: {c.kind} not satisfied by the end of the episode "
+                f"({result.termination.value} after {result.turns} turn(s), {result.node_index}/"
+                f"{len(result.spec.trajectory)} plot nodes reached) {where}")
+    lines = [head, "", _block(f"commitment {commitment_id}", c.text)]
+    if state == "VIOLATED" and result.failure:
+        lines += [_block("auditor finding", result.failure.explanation),
+                  _block("quoted from the narration", f'"{result.failure.quote}"'),
+                  "", excerpt(result, result.failure.turn)]
+    lines += ["", result.ledger.diff(0, result.failure.turn if result.failure else result.turns)]
+    return "\n".join(lines)
+
+
+def transcript_text(result: EpisodeResult) -> str:
+    """The whole episode, turn by turn, with the verdicts that mattered."""
+    out = [f"{result.spec.id} ({result.spec.title}), player: {result.spec.player.name}"]
+    for t, audit in zip(result.transcript, result.audits):
+        out.append("")
+        if t.player_input is not None:
+            out.append(_block(f"turn {t.turn} player", t.player_input))
+        out.append(_block(f"turn {t.turn} narrator", t.response))
+        notes = [f"flagged {c.type} ({', '.join(c.fact_ids + c.commitment_ids) or '-'}): "
+                 f"{'CONFIRMED' if v.confirmed else 'rejected'}: {c.explanation}"
+                 for c, v in zip(audit.flagged, audit.confirmations)]
+        if audit.trajectory and audit.trajectory.advanced:
+            notes.append("plot node completed")
+        if audit.commitments and audit.commitments.satisfied:
+            notes.append("satisfied: " + ", ".join(s.commitment_id for s in audit.commitments.satisfied))
+        for change in result.ledger.changes_at(t.turn):
+            sign = "+" if change.op == "add" else "-"
+            notes.append(f"ledger {sign} {change.fact_id}: {change.text}")
+        if notes:
+            out.append(_block("audit", "\n".join(notes)))
+    out += ["", f"termination: {result.termination.value} after {result.turns} turn(s)"]
+    return "\n".join(out)
+
+
+# --- the paper's table ----------------------------------------------------------------------------
+
+
+def metrics_table(m: Mapping[str, Any], title: str = "ncp") -> str:
+    """One run's metrics as the paper's table (one row per figure)."""
+    turn = m.get("survival_turn", 20)
+    lo, hi = m.get("survival_ci", (0.0, 1.0))
+    rates, ci = m["conflict_rates"], m.get("conflict_rate_ci", {})
+
+    def rate(kind: str) -> str:
+        low, high = ci.get(kind, (0.0, 1.0))
+        return f"{rates[kind]:.1%} ({low:.0%}-{high:.0%})"
+
+    rows = [
+        ("episodes", f"{m['episodes']} ({m['errors']} error(s), excluded below)"),
+        (f"survival@{turn}", f"{m[f'survival_at_{turn}']:.1%} (95% CI {lo:.1%}-{hi:.1%})"),
+        ("average turns", f"{m['avg_turns']:.2f}"),
+        ("trajectory progress", f"{m['progress_pct']:.1f}%"),
+        ("satisfied commitments", f"{m['satisfied_pct']:.1f}%"),
+        ("fact conflicts", rate("fact")),
+        ("commitment conflicts", rate("commitment")),
+        ("player-input conflicts", rate("player_input")),
+        ("successes", str(m["successes"])),
+        ("conflict-free", str(m["conflict_free"])),
+        ("turn limit reached", str(m["turn_limit"])),
+        ("script exhausted", str(m.get("script_exhausted", 0))),
+        ("tokens", f"{m['tokens']:,}"),
+        ("cost", f"${m['cost_usd']:.4f}"),
+    ]
+    for k, v in (m.get("pass_k") or {}).items():
+        rows.append((f"pass^{k}", "n/a" if v is None else f"{v:.1%}"))
+    width = max(len(r[0]) for r in rows)
+    return "\n".join([title, *(f"  {label:<{width}}  {value}" for label, value in rows)])
+
+
+def gate_lines(verdict: GateVerdict) -> list[str]:
+    return [verdict.line()]

@@ -1,0 +1,122 @@
+"""The plugin's per-session state: runs episodes once, merges episode records, applies the gate.
+
+Hooks in ``plugin.py`` call into this object. Episodes run on a background event loop (every
+selected episode starts at once, under the concurrency bound) while pytest reports items in order.
+Episode records travel in each report's ``user_properties``, so the controller merges results.json
+and computes the gate the same way with or without pytest-xdist.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from .options import PROPERTY_PREFIX, Settings
+
+if TYPE_CHECKING:
+    from .episode import EpisodeResult
+    from .metrics import GateVerdict
+    from .runner import BackgroundRunner
+    from .spec import NarrativeSpec
+
+
+class NcpSession:
+    def __init__(self, settings: Settings, *, is_worker: bool, trace_root: Path):
+        self.settings = settings
+        self.is_worker = is_worker
+        self.trace_root = settings.report or trace_root
+        self.episodes: dict[str, dict[str, Any]] = {}  # nodeid -> episode record (from reports)
+        self.gate_verdict: GateVerdict | None = None
+        self._ids: dict[str, str] = {}
+        self._background: BackgroundRunner | None = None
+        self._server: Any = None
+
+    # --- collection ------------------------------------------------------------------------
+    def claim_id(self, spec: NarrativeSpec) -> None:
+        """Spec ids name episodes, traces and tests: a second file with the same id is invalid."""
+        from .spec import SpecError, SpecProblem
+
+        owner = self._ids.setdefault(spec.id, str(spec.path))
+        if owner != str(spec.path):
+            raise SpecError([SpecProblem(str(spec.path), spec.line_of("id"), "id",
+                                         f"duplicate spec id {spec.id!r} (also in {owner})")])
+
+    # --- running -----------------------------------------------------------------------------
+    def _runner(self) -> BackgroundRunner:
+        if self._background is None:
+            from .narrators import load_narrator
+            from .runner import BackgroundRunner, Runner
+
+            config = self.settings.run
+            if self.settings.demo:
+                from .testing import ScriptedModelServer
+                from .testing.demo import install_demo_script
+
+                self._server = ScriptedModelServer().start()
+                install_demo_script(self._server)
+                config.api_base = self._server.base_url
+            assert config.narrator, "spec tests are only collected with a narrator"
+            runner = Runner(config, out_dir=self.trace_root, write_results=False,
+                            narrator_factory=load_narrator(config.narrator))
+            self._background = BackgroundRunner(runner)
+        return self._background
+
+    def prefetch(self, specs: Sequence[tuple[NarrativeSpec, int]]) -> None:
+        """Start these episodes now; items then only wait for their own result."""
+        runner = self._runner()
+        for spec, repeat in specs:
+            runner.submit(spec, repeat)
+
+    def result(self, spec: NarrativeSpec, repeat: int) -> EpisodeResult:
+        return self._runner().result(spec, repeat)
+
+    # --- merging (controller) ------------------------------------------------------------------
+    def record_report(self, nodeid: str, when: str, failed: bool, properties: Sequence[tuple[str, Any]]) -> None:
+        episode = dict(properties).get(PROPERTY_PREFIX + "episode")
+        if episode is None or not (when == "call" or (when == "setup" and failed)):
+            return
+        self.episodes[nodeid] = json.loads(episode)
+        if not self.is_worker and self.settings.report:
+            self.write_results()
+
+    def episode_records(self) -> list[dict[str, Any]]:
+        return sorted(self.episodes.values(), key=lambda e: (e["spec_id"], e["repeat"]))
+
+    def write_results(self) -> Path:
+        from .runner import write_results
+
+        assert self.settings.report is not None
+        return write_results(self.settings.report, self.settings.run.to_dict(), self.episode_records(),
+                             survival_turn=self.settings.run.survival_turn)
+
+    def finish(self) -> GateVerdict | None:
+        if self.settings.gate is not None and not self.is_worker:
+            self.gate_verdict = self.settings.gate.check(self.episode_records())
+        if self.settings.report and not self.is_worker and self.episodes:
+            self.write_results()
+        return self.gate_verdict
+
+    def summary_lines(self) -> list[str]:
+        from .metrics import compute_metrics
+        from .report.text import metrics_table
+
+        records = self.episode_records()
+        if not records:
+            return []
+        metrics = compute_metrics(records, survival_turn=self.settings.run.survival_turn)
+        config = self.settings.run
+        title = (f"narrator {config.narrator} | auditor {config.auditor_model} | player {config.player} | "
+                 f"max turns {config.max_turns}" + (" | OFFLINE DEMO (scripted models)" if self.settings.demo else ""))
+        lines = metrics_table(metrics, title).splitlines()
+        if self.gate_verdict is not None:
+            lines += ["", self.gate_verdict.line()]
+        if self.settings.report:
+            lines.append(f"results: {self.settings.report / 'results.json'}")
+        return lines
+
+    def close(self) -> None:
+        if self._background is not None:
+            self._background.close()
+        if self._server is not None:
+            self._server.stop()
