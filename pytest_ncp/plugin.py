@@ -40,8 +40,13 @@ def pytest_configure(config: pytest.Config) -> None:
     ncp = config.stash[SESSION_KEY] = NcpSession(settings, is_worker=is_worker, trace_root=trace_root)
     config.pluginmanager.register(_ReportListener(ncp), "ncp-reports")
     # A spec's episode and commitment tests must share a worker: load balancing by group does that.
-    if getattr(config.option, "dist", "no") in ("load", "worksteal"):
+    if is_worker:
+        if config.workerinput.get(LOADGROUP_KEY):  # type: ignore[attr-defined]
+            config.option.loadgroup = True  # read by xdist's worker to suffix nodeids with the group
+    elif getattr(config.option, "dist", "no") in ("load", "worksteal"):
         config.option.dist = "loadgroup"
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistHooks(), "ncp-xdist")
 
 
 def _ncp(config: pytest.Config) -> NcpSession | None:
@@ -75,6 +80,18 @@ def pytest_runtestloop(session: pytest.Session) -> None:
 
     # Start every selected episode now, so they run concurrently while items report in order.
     ncp.prefetch([(i.spec, i.repeat) for i in session.items if isinstance(i, EpisodeItem)])
+
+
+LOADGROUP_KEY = "ncp_loadgroup"
+
+
+class _XdistHooks:
+    """Registered only when pytest-xdist is installed (its hooks are unknown to pytest otherwise)."""
+
+    def pytest_configure_node(self, node: Any) -> None:
+        # Workers re-parse the command line, where --dist is absent: tell them grouping is on.
+        if node.config.option.dist == "loadgroup":
+            node.workerinput[LOADGROUP_KEY] = True
 
 
 class _ReportListener:

@@ -156,14 +156,26 @@ class BackgroundRunner:
     def close(self) -> None:
         """Cancel what is still running and stop the loop; finished traces stay as written."""
         with self._lock:
-            for future in self._futures.values():
-                future.cancel()
             loop, self._loop = self._loop, None
-        if loop is not None:
-            loop.call_soon_threadsafe(loop.stop)
-            if self._thread is not None:
-                self._thread.join(timeout=10)
-            loop.close()
+        if loop is None:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(_cancel_all(), loop).result(timeout=10)
+        except Exception:  # noqa: BLE001 - shutting down; nothing left to report to
+            pass
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        loop.close()
+
+
+async def _cancel_all() -> None:
+    # Episodes still running, and background tasks of the model library, end with the loop.
+    current = asyncio.current_task()
+    tasks = [t for t in asyncio.all_tasks() if t is not current]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _setup_error(spec: NarrativeSpec, repeat: int, exc: Exception) -> EpisodeResult:

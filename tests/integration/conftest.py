@@ -1,0 +1,81 @@
+"""A throwaway studio project for black-box plugin tests: a narrator module, specs, a scripted server."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from typing import Any
+
+import pytest
+
+from tests.conftest import SPECS
+
+AGENT = textwrap.dedent('''
+    class Narrator:
+        """Answers every action the same way; the scripted auditor decides what that means."""
+
+        def respond(self, player_input, context):
+            return f"The fair is loud. You {player_input.lower().rstrip('.')}."
+
+    class Exploding(Narrator):
+        def respond(self, player_input, context):
+            if context.turn == 2:
+                raise RuntimeError("narrator backend fell over")
+            return super().respond(player_input, context)
+''')
+
+FACT_CONFLICT = {"conflicts": [{"type": "fact", "fact_ids": ["F2"], "commitment_ids": [],
+                                "quote": "The fair is loud", "explanation": "Alan was said to be away."}]}
+
+
+class Project:
+    def __init__(self, pytester: pytest.Pytester, server: Any):
+        self.pytester, self.server = pytester, server
+        pytester.makepyfile(agent=AGENT)
+        (pytester.path / "specs").mkdir()
+        shutil.copy(SPECS / "caligari.yaml", pytester.path / "specs" / "caligari.yaml")
+
+    def add_spec(self, name: str, text: str) -> None:
+        (self.pytester.path / "specs" / name).write_text(text)
+
+    def twin(self, spec_id: str) -> None:
+        text = (SPECS / "caligari.yaml").read_text().replace("id: caligari\n", f"id: {spec_id}\n", 1)
+        self.add_spec(f"{spec_id}.yaml", text)
+
+    def args(self, *extra: str, narrator: str = "agent:Narrator", max_turns: int = 4) -> list[str]:
+        return [f"--ncp-narrator={narrator}", f"--ncp-api-base={self.server.base_url}",
+                f"--ncp-max-turns={max_turns}", "-p", "no:randomly", *extra]
+
+    def run(self, *extra: str, **kw: Any) -> pytest.RunResult:
+        return self.pytester.runpytest(*self.args(*extra, **kw))
+
+    def run_subprocess(self, *extra: str, **kw: Any) -> pytest.RunResult:
+        return self.pytester.runpytest_subprocess(*self.args(*extra, **kw), timeout=180)
+
+    def succeed_at(self, turn: int) -> None:
+        """The scripted auditor finds both achievements of the Caligari spec fulfilled at ``turn``."""
+        self.server.add(step="commitment_check", contains=f"TURN {turn}.", reply={"satisfied": [
+            {"commitment_id": "C5", "evidence": "asylum"}, {"commitment_id": "C6", "evidence": "restrained"}]})
+
+    def conflict_at(self, turn: int, answer: dict = FACT_CONFLICT, spec: str | None = None) -> None:
+        marker = f"TURN {turn}."
+        self.server.add(step="conflict_check", contains=marker, reply=answer,
+                        **({"regex": rf"STORY: {spec}\b"} if spec else {}))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _import_once() -> None:
+    # In-process pytester runs drop the modules they imported when they end; litellm's imports
+    # (email, metadata helpers) then reload half-way and break entry-point discovery for the next
+    # run. Importing the engine here, once, keeps every inner run on the same module objects.
+    import pytest_ncp.collect  # noqa: F401
+    import pytest_ncp.runner  # noqa: F401
+    import pytest_ncp.session  # noqa: F401
+    from pytest_ncp.llm import import_litellm
+
+    import_litellm()
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, ncp_model_server: Any) -> Project:
+    return Project(pytester, ncp_model_server)

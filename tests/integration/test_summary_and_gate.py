@@ -1,0 +1,68 @@
+"""The terminal table, the survival gate and its exit code, results.json."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.integration.conftest import FACT_CONFLICT
+
+
+def four_specs(project):
+    for name in ("b-spec", "c-spec", "d-spec"):
+        project.twin(name)
+    # One of four episodes ends in a conflict at turn 3: survival@4 = 75%.
+    project.server.add(step="conflict_check", contains="TURN 3.", regex=r"(?s)STORY:.*<narration>",
+                       reply=lambda r: FACT_CONFLICT if "Holstenwall" in r.text and _first(project, r) else {"conflicts": []})
+
+
+def _first(project, request):
+    seen = project.__dict__.setdefault("_flagged", set())
+    if seen:
+        return False
+    seen.add(id(request))
+    return True
+
+
+def test_summary_table_is_printed(project):
+    four_specs(project)
+    result = project.run("-q", "--ncp-max-turns=4")
+    result.stdout.fnmatch_lines([
+        "*= ncp: narrative commitment preservation =*",
+        "narrator agent:Narrator | auditor openai/gpt-4o-mini | player scripted | max turns 4",
+        "  episodes * 4 (0 error(s), excluded below)",
+        "  survival@20 * 75.0% (95% CI *",
+        "  fact conflicts * 25.0% *",
+    ])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_gate_passes_with_conflicts_as_xfail(project):
+    four_specs(project)
+    result = project.run("-q", "-rx", "--ncp-min-survival=0.7@4")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.stdout.fnmatch_lines(["ncp survival gate PASSED: survival@4 = 75.0% (95% CI *, 4 episodes) >= required 70.0%"])
+    outcomes = result.parseoutcomes()
+    # The conflict, plus the unmet achievements (two per spec): expected within the budget.
+    assert outcomes["xfailed"] == 1 + 4 * 2 and "failed" not in outcomes
+    result.stdout.fnmatch_lines(["XFAIL specs/*::episode?*? - *: fact conflict at turn 3 (F2) specs/*.yaml:*"])
+
+
+def test_gate_fails_the_session(project):
+    four_specs(project)
+    result = project.run("-q", "--ncp-min-survival=80%@4")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["ncp survival gate FAILED: survival@4 = 75.0% (95% CI *) < required 80.0%"])
+
+
+def test_report_writes_results_json_and_traces(project):
+    four_specs(project)
+    result = project.run("-q", f"--ncp-report={project.pytester.path / 'out'}")
+    data = json.loads((project.pytester.path / "out" / "results.json").read_text())
+    assert data["version"] == 1 and data["config"]["narrator"] == "agent:Narrator"
+    assert [e["spec_id"] for e in data["episodes"]] == ["b-spec", "c-spec", "caligari", "d-spec"]
+    assert data["metrics"]["episodes"] == 4 and data["metrics"]["conflict_rates"]["fact"] == 0.25
+    for e in data["episodes"]:
+        assert (project.pytester.path / e["trace"]).exists() or __import__("os").path.exists(e["trace"])
+    result.stdout.fnmatch_lines(["results: *out/results.json"])
