@@ -17,6 +17,10 @@ from typing import Sequence
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
+# Further commands live in their own modules, each with ``register(subparsers)`` that adds its
+# sub-command (with ``set_defaults(func=...)``); keep their imports inside the command functions.
+COMMAND_MODULES: tuple[str, ...] = ()
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
@@ -68,6 +72,11 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="offline run against the bundled scripted model server (no API key)")
     run_options(p)
     p.set_defaults(func=cmd_demo)
+
+    import importlib
+
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
     return parser
 
 

@@ -1,0 +1,1 @@
+"""Sub-commands of ``ncp`` beyond the core ones; each module has ``register(subparsers)``."""
