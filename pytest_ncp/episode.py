@@ -188,7 +188,8 @@ class Episode:
         )
         try:
             if trace:
-                trace.write("start", spec_id=self.spec.id, repeat=self.repeat, max_turns=self.max_turns,
+                trace.write("start", spec_id=self.spec.id, spec_path=self.spec.path, repeat=self.repeat,
+                            max_turns=self.max_turns,
                             prompt_version=PROMPT_VERSION, config=self.config,
                             ledger=result.ledger.to_list())
             try:
