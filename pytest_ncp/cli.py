@@ -62,6 +62,11 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--survival-turn", type=_positive, default=20, help="turn of the headline survival figure")
         p.add_argument("--min-survival", metavar="RATE[@TURN]", help="exit 1 when survival@TURN < RATE")
         p.add_argument("--out", metavar="DIR", help="write DIR/results.json and DIR/traces/*.jsonl")
+        p.add_argument("--resume", action="store_true",
+                       help="skip episodes already finished in --out DIR; run the rest (errored ones again)")
+        p.add_argument("--record-mode", choices=("none", "once", "new_episodes", "all"),
+                       help="record/replay every model call to cassettes (none = replay only)")
+        p.add_argument("--cassettes", metavar="DIR", help="cassette directory for --record-mode")
 
     p = sub.add_parser("run", help="run episodes of a narrator over specs")
     p.add_argument("--narrator", required=True, metavar="MODULE:ATTR",
@@ -134,7 +139,10 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
         player_model=args.player_model, auditor_model=args.auditor_model or DEFAULT_AUDITOR_MODEL,
         api_base=api_base or args.api_base, max_turns=args.max_turns, repeats=args.repeats,
         concurrency=args.concurrency, timeout=args.timeout, survival_turn=args.survival_turn,
+        record_mode=args.record_mode, cassettes=args.cassettes,
     )
+    if args.resume and not args.out:
+        return _usage("--resume needs --out DIR (the directory of the run to continue)")
     problems = config.validate()
     if problems:
         return _usage("; ".join(problems))
@@ -148,7 +156,15 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
                         on_episode=lambda r: print(episode_line(r), flush=True))
     except (NarratorLoadError, ValueError) as exc:
         return _usage(str(exc))
-    results = asyncio.run(runner.run(specs))
+    if args.resume:
+        print(f"resuming: {runner.resume()} finished episode(s) in {args.out} are kept")
+    try:
+        results = asyncio.run(runner.run(specs))
+    except KeyboardInterrupt:
+        if args.out:
+            print(f"interrupted: {len(runner.results)} finished episode(s) are in {Path(args.out) / 'results.json'}; "
+                  f"continue with the same command plus --resume", file=sys.stderr)
+        raise
     from .metrics import compute_metrics
 
     metrics = compute_metrics([r.to_dict() for r in results], survival_turn=config.survival_turn)

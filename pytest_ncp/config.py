@@ -25,6 +25,8 @@ class RunConfig:
     timeout: float = 120.0
     max_retries: int = 4
     survival_turn: int = 20
+    record_mode: str | None = None  # none | once | new_episodes | all; None: cassettes off
+    cassettes: str | None = None    # directory of cassettes
 
     def validate(self) -> list[str]:
         problems = []
@@ -33,6 +35,13 @@ class RunConfig:
         if self.player in ("adversarial", "natural") and not self.player_model:
             problems.append(f"the {self.player} player needs a model: set the player model "
                             "(e.g. openai/gpt-4o-mini)")
+        if self.record_mode is not None:
+            from .cassette import RECORD_MODES
+
+            if self.record_mode not in RECORD_MODES:
+                problems.append(f"unknown record mode {self.record_mode!r}; valid: {', '.join(RECORD_MODES)}")
+            if not self.cassettes:
+                problems.append("a record mode needs a cassette directory (--cassettes DIR)")
         for name in ("max_turns", "repeats", "concurrency"):
             if int(getattr(self, name)) < 1:
                 problems.append(f"{name} must be at least 1 (got {getattr(self, name)})")

@@ -17,7 +17,7 @@ from typing import IO, Any, Sequence
 
 from .auditor import Auditor, AuditorError, CommitmentState, TurnAudit, TurnContext
 from .ledger import FactLedger
-from .llm import Completion, ModelClient, ModelError, Usage, current_usage, scrub
+from .llm import Completion, ModelClient, ModelError, Usage, current_episode, current_usage, scrub
 from .narrators import Narrator, NarratorContext, accepts_argument, call_maybe_async
 from .players import Player, PlayerView
 from .prompts import PROMPT_VERSION
@@ -133,7 +133,59 @@ class EpisodeResult:
         }
 
 
+    @classmethod
+    def from_trace(cls, spec: NarrativeSpec, path: str | Path) -> EpisodeResult | None:
+        """Rebuild a finished episode from its trace; None when the trace has no end (interrupted)."""
+        from .auditor import CommitmentCheck, Confirmation, Conflict, FactUpdate, TrajectoryUpdate
+
+        records = read_trace(path)
+        end = next((r for r in records if r.get("event") == "end"), None)
+        if end is None:
+            return None
+        ledger = FactLedger.from_initial((f.id, f.text) for f in spec.initial_facts)
+        result = cls(spec=spec, repeat=int(end["repeat"]), termination=Termination(end["termination"]),
+                     turns=int(end["turns"]), node_index=int(end.get("nodes_reached", 0)),
+                     commitment_states=dict(end.get("commitments") or {}), ledger=ledger, trace=str(path))
+        for r in records:
+            if r.get("event") != "turn":
+                continue
+            v = r["verdicts"]
+            result.transcript.append(Turn(r["turn"], r.get("player_input"), r["response"]))
+            result.audits.append(TurnAudit(
+                turn=r["turn"],
+                flagged=[Conflict.model_validate(c) for c in v["conflict_check"]["conflicts"]],
+                confirmations=[Confirmation.model_validate(c) for c in v["conflict_confirmation"]],
+                fact_update=FactUpdate.model_validate(v["fact_update"]) if v.get("fact_update") else None,
+                trajectory=TrajectoryUpdate.model_validate(v["trajectory_update"]) if v.get("trajectory_update") else None,
+                commitments=CommitmentCheck.model_validate(v["commitment_check"]) if v.get("commitment_check") else None,
+            ))
+            for change in r.get("ledger_changes", []):
+                if change["op"] == "add":
+                    ledger.add(change["text"], change["turn"], change.get("quote"))
+                else:
+                    ledger.negate(change["fact_id"], change["turn"], change.get("quote"))
+        if end.get("failure"):
+            result.failure = Failure(**end["failure"])
+        if end.get("error"):
+            result.error = ErrorInfo(**end["error"])
+        result.usage = Usage(prompt_tokens=int(end.get("tokens", 0)), cost_usd=float(end.get("cost_usd", 0.0)))
+        return result
+
+
 # --- traces ----------------------------------------------------------------------------------------
+
+
+def read_trace(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a JSON-lines trace; a torn last line (a killed writer) is ignored."""
+    records = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                break
+    return records
+
 
 
 class TraceWriter:
@@ -179,6 +231,7 @@ class Episode:
     async def run(self) -> EpisodeResult:
         usage = Usage()
         token = current_usage.set(usage)
+        episode_token = current_episode.set(f"{self.spec.id}--r{self.repeat}")
         trace = TraceWriter(self.trace_path) if self.trace_path else None
         result = EpisodeResult(
             spec=self.spec, repeat=self.repeat, termination=Termination.ERROR, turns=0, node_index=0,
@@ -204,6 +257,7 @@ class Episode:
             return result
         finally:
             current_usage.reset(token)
+            current_episode.reset(episode_token)
             if trace:
                 trace.close()
 

@@ -70,6 +70,8 @@ class Usage:
 
 # Per-episode usage: every completion made inside an episode's task tree is added to it as well.
 current_usage: contextvars.ContextVar[Usage | None] = contextvars.ContextVar("ncp_usage", default=None)
+# The running episode's key (``<spec>--r<repeat>``): cassettes keep one file per episode.
+current_episode: contextvars.ContextVar[str | None] = contextvars.ContextVar("ncp_episode", default=None)
 
 
 # --- secrets -------------------------------------------------------------------------------------
@@ -160,12 +162,17 @@ class ModelClient:
     usage: Usage = field(default_factory=Usage)
     _limiters: dict[str, AdaptiveLimiter] = field(default_factory=dict, repr=False)
 
+    @property
+    def call_limit(self) -> int:
+        # Each episode has up to four audit calls in flight at once, so calls get four slots per episode.
+        return self.concurrency * 4
+
     def limiter(self, model: str) -> AdaptiveLimiter:
         # One limiter per endpoint and event loop: asyncio primitives belong to the loop that made
         # them, and a client may serve several loops in turn (one asyncio.run per hand-written test).
         key = f"{self.api_base or model.split('/', 1)[0]}@{id(asyncio.get_running_loop())}"
         if key not in self._limiters:
-            self._limiters[key] = AdaptiveLimiter(self.concurrency)
+            self._limiters[key] = AdaptiveLimiter(self.call_limit)
         return self._limiters[key]
 
     async def complete(

@@ -37,6 +37,11 @@ OPTIONS: dict[str, tuple[str, Any, type]] = {
     "min-survival": ("session gate RATE[@TURN] (TURN defaults to 20): conflicts become xfail and the session "
                      "fails only when survival@TURN < RATE", None, str),
     "report": ("write DIR/results.json and DIR/traces/", None, str),
+    "resume": ("with --ncp-report=DIR: keep episodes already finished there instead of running them again",
+               False, bool),
+    "record-mode": ("record/replay model calls to cassettes: none (replay only) | once | new_episodes | all "
+                    "(default: off)", None, str),
+    "cassettes": ("cassette directory for --ncp-record-mode (default: ./cassettes)", None, str),
     "demo": ("route every model call to the bundled scripted server (offline demo; judges nothing real)",
              False, bool),
 }
@@ -74,6 +79,7 @@ class Settings:
     gate: Gate | None = None
     report: Path | None = None
     demo: bool = False
+    resume: bool = False
     sources: dict[str, str] = field(default_factory=dict)  # where each value came from, for messages
 
     @property
@@ -132,7 +138,10 @@ def resolve(config: pytest.Config) -> Settings:
         repeats=integer("repeats"),
         concurrency=integer("concurrency"),
         survival_turn=gate.turn if gate else 20,
+        record_mode=values["record-mode"] or None,
+        cassettes=str(values["cassettes"] or Path(config.rootpath) / "cassettes") if values["record-mode"] else None,
     )
+    problems.extend(p for p in run.validate() if "record mode" in p)
     if player in PLAYER_KINDS and player != "scripted" and not run.player_model:
         problems.append(f"{cli_flag('player')}={player} needs {cli_flag('player-model')} (e.g. openai/gpt-4o-mini)")
     if run.narrator:
@@ -150,4 +159,9 @@ def resolve(config: pytest.Config) -> Settings:
     if problems:
         raise pytest.UsageError("pytest-ncp: " + "\n  ".join(["invalid options:", *problems]))
     report = Path(values["report"]) if values["report"] else None
-    return Settings(run=run, specs=specs, gate=gate, report=report, demo=demo, sources=sources)
+    resume = bool(values["resume"])
+    if resume and report is None:
+        problems.append(f"{cli_flag('resume')} needs {cli_flag('report')}=DIR (the run to continue)")
+    if problems:
+        raise pytest.UsageError("pytest-ncp: " + "\n  ".join(["invalid options:", *problems]))
+    return Settings(run=run, specs=specs, gate=gate, report=report, demo=demo, resume=resume, sources=sources)

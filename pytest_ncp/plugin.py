@@ -158,10 +158,26 @@ def ncp_api_base(ncp_settings: options.Settings) -> str | None:
 
 
 @pytest.fixture
-def ncp_client(ncp_api_base: str | None, ncp_settings: options.Settings) -> Any:
+def ncp_client(request: pytest.FixtureRequest, ncp_api_base: str | None, ncp_settings: options.Settings) -> Iterator[Any]:
+    """The model client of hand-written tests; with ``--ncp-record-mode`` its calls go through cassettes
+    kept per test (``<cassettes>/<test file>/<test name>/``)."""
     from .llm import ModelClient
 
-    return ModelClient(api_base=ncp_api_base, concurrency=ncp_settings.run.concurrency)
+    client = ModelClient(api_base=ncp_api_base, concurrency=ncp_settings.run.concurrency)
+    run = ncp_settings.run
+    cassettes = None
+    if run.record_mode and run.cassettes:
+        import re
+
+        from .cassette import CassetteTransport
+
+        where = Path(run.cassettes) / re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.path.stem) / re.sub(
+            r"[^A-Za-z0-9_.-]+", "_", request.node.name)
+        cassettes = CassetteTransport(run.record_mode, where, client._litellm_call)
+        client.transport = cassettes
+    yield client
+    if cassettes is not None:
+        cassettes.flush()
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
 from .auditor import Auditor, LLMAuditor
 from .episode import Episode, EpisodeResult
@@ -26,6 +26,9 @@ from .narrators import NarratorFactory, load_narrator
 from .config import DEFAULT_AUDITOR_MODEL, RunConfig, episode_key
 from .players import Player, make_player
 from .spec import NarrativeSpec
+
+if TYPE_CHECKING:
+    from .cassette import CassetteTransport
 
 RESULTS_VERSION = 1
 
@@ -47,11 +50,20 @@ class Runner:
     on_episode: Callable[[EpisodeResult], None] | None = None
     write_results: bool = True  # False where another process merges results (pytest-xdist workers)
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _finished: dict[str, Path] = field(default_factory=dict, repr=False)  # from resume()
 
     def __post_init__(self) -> None:
         if self.client is None:
             self.client = ModelClient(api_base=self.config.api_base, timeout=self.config.timeout,
                                       max_retries=self.config.max_retries, concurrency=self.config.concurrency)
+        self.cassettes: CassetteTransport | None = None
+        if self.config.record_mode is not None:
+            from .cassette import CassetteTransport
+
+            assert self.config.cassettes, "a record mode needs a cassette directory"
+            self.cassettes = CassetteTransport(self.config.record_mode, self.config.cassettes,
+                                               self.client.transport or self.client._litellm_call)
+            self.client.transport = self.cassettes
         if self.narrator_factory is None:
             if not self.config.narrator:
                 raise ValueError("no narrator: give module:Attr (e.g. my_agent:Narrator)")
@@ -75,12 +87,40 @@ class Runner:
             narrator_model=self.config.narrator_model, trace_path=trace, config=self.config.to_dict(),
         )
 
+    def resume(self) -> int:
+        """Take every episode already finished in ``out_dir`` (its trace has an end) as done.
+
+        Errored episodes are not finished: they ended for infrastructure reasons and run again.
+        Returns how many episodes will be skipped.
+        """
+        from .episode import read_trace
+
+        assert self.out_dir is not None, "resuming needs the output directory of the earlier run"
+        self._finished.clear()
+        for trace in sorted((self.out_dir / "traces").glob("*.jsonl")):
+            end = next((r for r in read_trace(trace) if r.get("event") == "end"), None)
+            if end is not None and end.get("termination") != "error":
+                key = episode_key(end["spec_id"], int(end["repeat"]))
+                self._finished[key] = trace
+                self.results[key] = {**end, "trace": str(trace)}
+                self.results[key].pop("event", None)
+        return len(self._finished)
+
     async def run_one(self, spec: NarrativeSpec, repeat: int = 0) -> EpisodeResult:
+        finished = self._finished.get(episode_key(spec.id, repeat))
+        if finished is not None:
+            done = EpisodeResult.from_trace(spec, finished)
+            if done is not None:
+                return done
         try:
             episode = self.episode(spec, repeat)
         except Exception as exc:  # noqa: BLE001 - a narrator factory or player that cannot be built
             return _setup_error(spec, repeat, exc)
-        result = await episode.run()
+        try:
+            result = await episode.run()
+        finally:
+            if self.cassettes is not None:
+                self.cassettes.flush()
         self.record(result)
         return result
 

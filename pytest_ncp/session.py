@@ -59,6 +59,8 @@ class NcpSession:
             assert config.narrator, "spec tests are only collected with a narrator"
             runner = Runner(config, out_dir=self.trace_root, write_results=False,
                             narrator_factory=load_narrator(config.narrator))
+            if self.settings.resume:
+                runner.resume()
             self._background = BackgroundRunner(runner)
         return self._background
 
