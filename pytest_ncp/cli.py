@@ -19,7 +19,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 # Further commands live in their own modules, each with ``register(subparsers)`` that adds its
 # sub-command (with ``set_defaults(func=...)``); keep their imports inside the command functions.
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = ("pytest_ncp.commands.lint",)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -43,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="check spec files; print path:line: field: message for each problem")
     p.add_argument("paths", nargs="*", default=["specs"], help="spec files or directories (default: specs)")
+    p.add_argument("--strict", action="store_true",
+                   help="also run the content linter (ncp lint) on the valid specs; findings exit 1 too")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("schema", help="print the JSON Schema of the spec format")
@@ -108,9 +110,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     for err in errors:
         print(err)
+    findings = []
+    if getattr(args, "strict", False):
+        from .lint import lint_spec
+
+        findings = [f for spec in specs for f in lint_spec(spec)]
+        for finding in findings:
+            print(finding)
     problems = sum(len(e.problems) for e in errors)
     print(f"{len(specs)} spec(s) valid, {len(errors)} with problems ({problems} problem(s))")
-    return EXIT_FAILED if errors else EXIT_OK
+    if getattr(args, "strict", False):
+        print(f"strict: {len(findings)} lint finding(s) in {len({f.path for f in findings})} spec(s)")
+    return EXIT_FAILED if errors or findings else EXIT_OK
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

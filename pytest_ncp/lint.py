@@ -42,14 +42,14 @@ RULES: dict[str, str] = {
 }
 
 # Content words decide duplicate facts and achievement/node overlap. Negations are deliberately
-# *not* stopwords: "X is not Y" and "X is Y" are different facts.
+# *not* stopwords: "X is not Y" and "X is Y" are different facts (see NEGATIONS).
 CONTENT_STOPWORDS: frozenset[str] = frozenset("""
 a about above across after again against all along already also although am among an and another any
 anyone anything are as at away back be became because become becomes been before behind being below
 between both but by can could did do does doing done down during each either else even ever every for
 from further had has have having he her here hers herself him himself his how i if in into is it its
 itself just least less let like made make makes many may me might more most much must my myself near
-nor now of off on once one only onto or other others our ours ourselves out over own per rather same
+now of off on once one only onto or other others our ours ourselves out over own per rather same
 she should since so some such than that the their theirs them themselves then there these they this
 those though through thus to too toward towards under until up upon us very was we were what when where
 whether which while who whom whose why will with within without would yet you your yours yourself
@@ -88,6 +88,8 @@ _OPENERS = " \t\r\n\"'“”‘’()[]«»—–-"
 _QUOTES = "\"“‘«"
 
 DUPLICATE_THRESHOLD = 0.8
+# A fact and its denial share nearly every word; they contradict rather than repeat each other.
+NEGATIONS: frozenset[str] = frozenset("not no never nobody nothing none neither nor cannot".split())
 
 
 @dataclass(frozen=True)
@@ -191,7 +193,9 @@ def content_words(text: str) -> set[str]:
     """Lower-cased words minus stopwords, lightly stemmed (plural s), for overlap measures."""
     out: set[str] = set()
     for word, _ in _words(text):
-        w = word.lower()
+        w = word.lower().replace("’", "'")
+        if w.endswith("n't"):
+            w = "not"  # "isn't", "doesn't", "can't": the negation is the content
         if w in CONTENT_STOPWORDS or len(w) < 2:
             continue
         if w.endswith("ies") and len(w) > 4:
@@ -282,9 +286,12 @@ def _future_sight(cx: _Context) -> list[LintFinding]:
 def _duplicate_facts(cx: _Context) -> list[LintFinding]:
     facts = cx.spec.initial_facts
     words = [content_words(f.text) for f in facts]
+    denies = [bool(w & NEGATIONS) for w in words]
     out = []
     for j in range(len(facts)):
         for i in range(j):
+            if denies[i] != denies[j]:
+                continue
             overlap = jaccard(words[i], words[j])
             if overlap >= DUPLICATE_THRESHOLD:
                 out.append(cx.finding("duplicate-fact", ("initial_facts", j), (
@@ -341,23 +348,20 @@ def _unsatisfiable_achievements(cx: _Context) -> list[LintFinding]:
 def _scripted_input_foresight(cx: _Context) -> list[LintFinding]:
     spec = cx.spec
     inputs, nodes = spec.scripted_inputs, len(spec.trajectory)
-    known = set(cx.player_tokens)
-    for text in [spec.player.briefing] + [f.text for f in spec.initial_facts]:
-        known.update(t for name in cx.names(text) for t in name)
-    known = _forms(known)
+    known = _forms(cx.player_tokens) | cx.name_forms(spec.player.briefing, *(f.text for f in spec.initial_facts))
     out = []
     for i, text in enumerate(inputs):
         # Input i of n is played roughly while node floor(i * nodes / n) is current; one node of
         # slack allows for a narrator who introduces the next character a little early.
-        allowed = i * nodes // len(inputs) + 1
+        current = i * nodes // len(inputs)
         for name in cx.names(text):
-            if any(t in known for t in name):
+            if any(t in known for t in name_keys(name)):
                 continue
             first = cx.first_mention(name)
-            if first is not None and first > allowed:
+            if first is not None and first > current + 1:
                 out.append(cx.finding("scripted-input-foresight", ("scripted_inputs", i), (
                     f"scripted input {i + 1} of {len(inputs)} names {' '.join(name)!r}, which the story only "
-                    f"introduces in {cx.node_label(first)} (this input plays around node {allowed}): "
+                    f"introduces in {cx.node_label(first)}, but this input plays around node {current + 1}: "
                     f"describe them as the player would see them (\"the stranger\") instead")))
     return out
 

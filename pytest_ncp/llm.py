@@ -250,10 +250,9 @@ class ModelClient:
         response = await litellm.acompletion(**kwargs)
         text = response.choices[0].message.content or ""
         usage = getattr(response, "usage", None)
-        try:
-            cost = float(litellm.completion_cost(completion_response=response) or 0.0)
-        except Exception:  # noqa: BLE001 - unknown models (local servers) have no price
-            cost = 0.0
+        # litellm prices the call itself (from its local cost map); unknown models have no price.
+        hidden = getattr(response, "_hidden_params", None) or {}
+        cost = float(hidden.get("response_cost") or 0.0)
         return Completion(
             text=text, model=model, role=request["role"], step=request.get("step"),
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),

@@ -1,0 +1,248 @@
+"""``ncp compare``, ``ncp agree``, ``ncp reaudit`` and ``ncp review``: trusting a regression.
+
+    ncp compare BASE NEW            paired survival test; exit 1 only on a significant drop
+    ncp agree RUN_A RUN_B [...]     auditor agreement: Pearson r of per-episode turns, profiles side by side
+    ncp reaudit SOURCE --auditor-model M --out DIR    re-judge recorded transcripts with another auditor
+    ncp review RUN_DIR              label each confirmed conflict agree / dispute (RUN_DIR/reviews.json)
+
+The work is in :mod:`pytest_ncp.compare`, :mod:`pytest_ncp.reaudit` and :mod:`pytest_ncp.review`;
+this module parses options, reads files and prints. Imports stay inside the command functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def register(sub: Any) -> None:
+    from ..cli import _positive
+
+    p = sub.add_parser("compare", help="is NEW worse than BASE? paired survival test, exit 1 on a significant drop",
+                       description="Pair the episodes of two runs on (spec_id, repeat), list newly failing "
+                                   "episodes and commitments, and test the change in survival@TURN (exact "
+                                   "McNemar, paired bootstrap 95% CI). Exit 1 only when NEW is worse with "
+                                   "p < ALPHA; 0 otherwise.")
+    p.add_argument("base", metavar="BASE", help="baseline run: a run directory or its results.json")
+    p.add_argument("new", metavar="NEW", help="new run: a run directory or its results.json")
+    p.add_argument("--turn", type=_non_negative, default=20, help="turn of the survival figure (default 20)")
+    p.add_argument("--alpha", type=_alpha, default=0.05, help="significance level (default 0.05)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--resamples", type=_positive, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--specs", nargs="+", metavar="PATH",
+                   help="spec files or directories, for commitment kinds (default: the traces' spec paths)")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("agree", help="auditor agreement between runs of the same transcripts",
+                       description="Pairwise Pearson correlation of per-episode turns between runs (e.g. the "
+                                   "same transcripts re-audited by different auditor models) and each run's "
+                                   "conflict profile side by side.")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="two or more run directories or results.json files")
+    p.add_argument("--turn", type=_non_negative, default=20, help="turn of the survival column (default 20)")
+    p.set_defaults(func=cmd_agree)
+
+    p = sub.add_parser("reaudit", help="re-judge recorded transcripts with another auditor model",
+                       description="Replay every recorded transcript of SOURCE (narrator responses and player "
+                                   "inputs from the traces; no narrator or player call) and audit it with "
+                                   "--auditor-model; writes DIR/results.json and DIR/traces like ncp run.")
+    p.add_argument("source", metavar="SOURCE",
+                   help="a run directory, its results.json, a directory of traces, or one trace (.jsonl)")
+    p.add_argument("--auditor-model", required=True, help="litellm model of the new auditor")
+    p.add_argument("--api-base", help="OpenAI-compatible endpoint (overrides env vars)")
+    p.add_argument("--out", required=True, metavar="DIR", help="write DIR/results.json and DIR/traces/*.jsonl")
+    p.add_argument("--specs", nargs="+", metavar="PATH",
+                   help="spec files or directories, when the recorded spec paths moved")
+    p.add_argument("--concurrency", type=_positive, default=16, help="episodes and calls in flight")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per model call")
+    p.set_defaults(func=cmd_reaudit)
+
+    p = sub.add_parser("review", help="label each confirmed conflict of a run: agree or dispute",
+                       description="Walk the confirmed conflicts of RUN_DIR/results.json in the terminal. For each "
+                                   "conflict, answer with one line: a = agree, d = dispute, s = skip, q = quit; then an "
+                                   "optional note. Labels are saved to RUN_DIR/reviews.json after each answer; "
+                                   "the next run resumes where this one stopped.")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (with results.json and traces/)")
+    p.add_argument("--reviewer", help="your name in the labels (default: the login name)")
+    p.add_argument("--all", action="store_true", dest="relabel",
+                   help="also show conflicts you already labelled (a new answer replaces the old)")
+    p.set_defaults(func=cmd_review)
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
+
+def _alpha(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number such as 0.05, got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (exclusive), got {value}")
+    return value
+
+
+def _usage(message: str) -> int:
+    print(f"ncp: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+# --- compare ----------------------------------------------------------------------------------------
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from ..compare import compare_runs
+    from ..traces import RunFileError, load_run, results_path
+
+    try:
+        base, new = load_run(args.base), load_run(args.new)
+        kinds = _commitment_kinds(args.specs, [(new, results_path(args.new).parent),
+                                               (base, results_path(args.base).parent)])
+        result = compare_runs(base, new, turn=args.turn, alpha=args.alpha, seed=args.seed,
+                              resamples=args.resamples, kinds=kinds)
+    except (RunFileError, ValueError) as exc:
+        return _usage(str(exc))
+    lines = result.lines()
+    print(lines[0])
+    print(f"  base: {results_path(args.base)} ({_describe(base)})")
+    print(f"  new:  {results_path(args.new)} ({_describe(new)})")
+    print("\n".join(lines[1:]))
+    return EXIT_FAILED if result.regression else EXIT_OK
+
+
+def _describe(run: dict[str, Any]) -> str:
+    c = run.get("config") or {}
+    models = c.get("models") or {}
+    return (f"{len(run['episodes'])} episode(s); narrator {c.get('narrator') or '?'}"
+            f"{' / ' + models['narrator'] if models.get('narrator') else ''}, player {c.get('player') or '?'}, "
+            f"auditor {c.get('auditor_model') or '?'}")
+
+
+def _commitment_kinds(spec_paths: list[str] | None, runs: list[tuple[dict[str, Any], Path]]) -> dict[str, dict[str, str]] | None:
+    """spec_id -> commitment_id -> kind, from --specs or from the spec files the traces recorded.
+
+    None when no spec file could be read (compare then reports violations only).
+    """
+    from ..spec import SpecError, load_spec, load_specs
+    from ..traces import find_spec_file, resolve_trace, start_event
+
+    if spec_paths:
+        try:
+            specs, errors = load_specs(spec_paths)
+        except SpecError as exc:
+            raise ValueError(str(exc)) from None
+        for err in errors:
+            print(err, file=sys.stderr)
+        return {s.id: {c.id: c.kind for c in s.commitments} for s in specs} or None
+    kinds: dict[str, dict[str, str]] = {}
+    for run, run_dir in runs:
+        for e in run["episodes"]:
+            if e["spec_id"] in kinds:
+                continue
+            trace = resolve_trace(e.get("trace"), run_dir)
+            start = start_event(trace) if trace else None
+            found = find_spec_file(start.get("spec_path") if start else None, run_dir)
+            if found is None:
+                continue
+            try:
+                spec = load_spec(found)
+            except SpecError:
+                continue
+            if spec.id == e["spec_id"]:
+                kinds[spec.id] = {c.id: c.kind for c in spec.commitments}
+    return kinds or None
+
+
+# --- agree ------------------------------------------------------------------------------------------
+
+
+def cmd_agree(args: argparse.Namespace) -> int:
+    from ..compare import agreement
+    from ..traces import RunFileError, load_run
+
+    if len(args.runs) < 2:
+        return _usage("agree needs at least two runs (e.g. the same transcripts re-audited by two auditors)")
+    try:
+        runs = [load_run(r) for r in args.runs]
+        result = agreement(runs, [str(r) for r in args.runs], turn=args.turn)
+    except (RunFileError, ValueError) as exc:
+        return _usage(str(exc))
+    print("\n".join(result.lines()))
+    return EXIT_OK
+
+
+# --- reaudit ----------------------------------------------------------------------------------------
+
+
+def cmd_reaudit(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from ..cli import _summary
+    from ..episode import episode_line
+    from ..metrics import compute_metrics
+    from ..reaudit import check_distinct, find_traces, read_recorded, reaudit, reaudit_config, resolve_specs
+    from ..traces import RunFileError
+
+    try:
+        paths, source_config = find_traces(args.source)
+        recorded = [read_recorded(p) for p in paths]
+    except (RunFileError, OSError) as exc:
+        return _usage(str(exc))
+    if not recorded:
+        return _usage(f"{args.source}: no episode recorded")
+    out = Path(args.out)
+    source_dir = Path(args.source) if Path(args.source).is_dir() else Path(args.source).parent
+    if out.resolve() in {source_dir.resolve(), *(p.parent.resolve() for p in paths)}:
+        return _usage(f"--out {args.out} is where the source traces are; choose a new directory "
+                      "(the re-audit writes its own results.json and traces)")
+    specs, problems = resolve_specs(recorded, args.specs, args.source)
+    problems += check_distinct(recorded)
+    if problems:
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        return _usage(f"{len(problems)} problem(s) before re-auditing; nothing was run")
+    config = reaudit_config(recorded, source_config, source=args.source, auditor_model=args.auditor_model,
+                            api_base=args.api_base, concurrency=args.concurrency, timeout=args.timeout)
+    print(f"re-auditing {len(recorded)} recorded episode(s) of {args.source} with {args.auditor_model}")
+    results = asyncio.run(reaudit(recorded, specs, config, out_dir=out,
+                                  on_episode=lambda r: print(episode_line(r), flush=True)))
+    episodes = [r.to_dict() for r in results]
+    print(_summary(compute_metrics(episodes, survival_turn=config.survival_turn), config.survival_turn))
+    changed = sum(r.termination.value != rec.termination for r, rec in zip(results, recorded))
+    print(f"{changed} of {len(results)} episode(s) end differently from the source")
+    print(f"results: {out / 'results.json'}")
+    return EXIT_OK
+
+
+# --- review -----------------------------------------------------------------------------------------
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    from ..review import walk
+    from ..traces import RunFileError
+
+    reviewer = args.reviewer or _login()
+    try:
+        walk(args.run_dir, reviewer=reviewer, relabel=args.relabel)
+    except RunFileError as exc:
+        return _usage(str(exc))
+    return EXIT_OK
+
+
+def _login() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no login name in some containers; labels still need a name
+        return "anonymous"

@@ -1,0 +1,73 @@
+"""``ncp lint`` (content checks on specs) and ``ncp catalog`` (the specs/README.md page).
+
+    ncp lint specs/                     path:line: rule: message per finding, exit 1 when any
+    ncp lint --list-rules               the rules and what each one checks
+    ncp catalog specs/ > specs/README.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("lint", help="check spec content (future sight, duplicate facts, unreachable achievements, ...)")
+    p.add_argument("paths", nargs="*", default=["specs"], help="spec files or directories (default: specs)")
+    p.add_argument("--list-rules", action="store_true", help="print the rules and exit")
+    p.set_defaults(func=cmd_lint)
+
+    p = sub.add_parser("catalog", help="print the specs catalog (specs/README.md) generated from the specs")
+    p.add_argument("paths", nargs="*", default=["specs"], help="spec files or directories (default: specs)")
+    p.set_defaults(func=cmd_catalog)
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    from ..lint import RULES, lint_spec
+    from ..spec import SpecError, load_specs
+
+    if args.list_rules:
+        width = max(map(len, RULES))
+        for name, description in RULES.items():
+            print(f"{name:<{width}}  {description}")
+        return EXIT_OK
+    try:
+        specs, errors = load_specs(args.paths)
+    except SpecError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_FAILED
+    for err in errors:
+        print(err)
+    findings = [f for spec in specs for f in lint_spec(spec)]
+    for finding in findings:
+        print(finding)
+    flagged = len({f.path for f in findings})
+    invalid = f", {len(errors)} invalid (fix them first: `ncp validate`)" if errors else ""
+    print(f"{len(specs)} spec(s) linted: {len(findings)} finding(s) in {flagged} spec(s){invalid}")
+    return EXIT_FAILED if findings or errors else EXIT_OK
+
+
+def cmd_catalog(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..catalog import catalog_markdown
+    from ..spec import SpecError, load_specs
+
+    try:
+        specs, errors = load_specs(args.paths)
+    except SpecError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_FAILED
+    if errors:
+        # A catalog of only the valid specs would silently drop rows; make the author fix them.
+        for err in errors:
+            print(err, file=sys.stderr)
+        print(f"{len(errors)} spec(s) invalid: fix them (`ncp validate`) before generating the catalog",
+              file=sys.stderr)
+        return EXIT_FAILED
+    # Links in the page are relative to the directory it describes (the usual `ncp catalog specs/`).
+    base = Path(args.paths[0]) if len(args.paths) == 1 and Path(args.paths[0]).is_dir() else None
+    sys.stdout.write(catalog_markdown(specs, base=base))
+    return EXIT_OK

@@ -1,0 +1,328 @@
+"""The self-contained HTML report: tables, survival curves and a turn-by-turn view of every episode.
+
+One file, nothing fetched: inline CSS, inline SVG, no script, no fonts, and a Content-Security-Policy
+that forbids loading anything, so it opens from a CI artifact or an e-mail attachment as it is.
+
+Narrator output, player input, auditor quotes and explanations, spec ids and labels are untrusted
+text (a narrator can be prompted into writing markup). Everything goes through Jinja2 autoescaping;
+the one place that builds markup in Python, the highlighted narration, escapes every piece itself
+and hands Jinja2 a ``Markup`` of known tags only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..metrics import CONFLICT_KINDS, kaplan_meier
+from .runs import RunData, Trace, iter_labels, load_runs, read_trace, spec_outline
+from .tables import KIND_LABELS, run_rows, sections
+
+# Okabe-Ito: distinguishable with the common colour-vision deficiencies, and in greyscale print.
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#999933")
+STATES = ("PENDING", "SATISFIED", "VIOLATED")
+FAILURE_KEYS = ("turn", "type", "fact_ids", "commitment_ids", "quote", "explanation", "confirmation")
+ERROR_KEYS = ("kind", "message", "traceback")
+REVIEW_KEYS = ("spec_id", "repeat", "turn", "type", "label", "note", "reviewer", "date")
+LEDGER_KEYS = ("turn", "op", "fact_id", "text", "quote")
+TRAJECTORY_KEYS = ("trigger_event_occurred", "key_delta_occurred", "evidence")
+SATISFIED_KEYS = ("commitment_id", "evidence")
+
+# Where quotes overlap, the stronger finding shows: a confirmed conflict over a rejected one over a fact.
+_MARK_PRIORITY = {"fact": 1, "rejected": 2, "confirmed": 3}
+_MARK_TITLE = {"fact": "quoted by the fact update", "rejected": "flagged, rejected on confirmation",
+               "confirmed": "confirmed conflict"}
+_ELLIPSIS = re.compile(r"\.\.\.|\u2026")
+_QUOTE_CHARS = {'"': "[\"\u201c\u201d]", "'": "['\u2018\u2019]", "\u201c": "[\"\u201c\u201d]",
+                "\u201d": "[\"\u201c\u201d]", "\u2018": "['\u2018\u2019]", "\u2019": "['\u2018\u2019]"}
+
+
+def write_html(results_paths: Sequence[str | Path], out: str | Path, *,
+               labels: Sequence[str] | None = None) -> Path:
+    """Write one self-contained HTML report of these results files to ``out``; returns its path."""
+    runs = load_runs(list(results_paths), labels)
+    out = Path(out)
+    if out.parent and not out.parent.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_html(runs), encoding="utf-8")
+    return out
+
+
+def render_html(runs: Sequence[RunData], *, title: str = "NCP-Bench report") -> str:
+    """The report as one HTML string (``runs`` from ``pytest_ncp.report.runs.load_runs``)."""
+    import jinja2
+    from markupsafe import Markup
+
+    rows = [run_rows(r.results, r.label, reviews=r.reviews) for r in runs]
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True)
+    template = env.from_string(resources.files(__package__).joinpath("report.html.j2").read_text("utf-8"))
+    from .. import __version__
+
+    views = [_run_view(i, r) for i, r in enumerate(runs)]
+    # One episode open on arrival, the first that failed, shows what the report is for; the rest
+    # stay folded so a hundred-episode run is a list to scan, not a wall of text.
+    episodes = [e for v in views for e in v["episodes"]]
+    first = next((e for e in episodes if e["kind"] == "conflict"), episodes[0] if episodes else None)
+    if first is not None:
+        first["open"] = True
+    return template.render(
+        title=title, version=__version__, rows=rows, sections=sections(rows), runs=views, chart=survival_chart(runs),
+        kinds=CONFLICT_KINDS, kind_labels=KIND_LABELS, states=STATES, Markup=Markup,
+    )
+
+
+# --- survival chart ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Axis:
+    lo: float
+    hi: float
+    start: float
+    length: float
+
+    def __call__(self, v: float) -> float:
+        span = (self.hi - self.lo) or 1.0
+        return round(self.start + (v - self.lo) / span * self.length, 2)
+
+
+def _step(max_turn: int) -> int:
+    for step in (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000):
+        if max_turn / step <= 10:
+            return step
+    return max(1, max_turn // 10)
+
+
+def survival_chart(runs: Sequence[RunData], width: int = 760, height: int = 320) -> dict[str, Any]:
+    """Geometry of the S(t) step curves, one per run, for the template to draw as SVG."""
+    left, right, top, bottom = 64, 24, 16, 48
+    horizon = max([1, *(r.max_turns for r in runs), *(int(e["turns"]) for r in runs for e in r.episodes)])
+    x = Axis(0, horizon, left, width - left - right)
+    y = Axis(1, 0, top, height - top - bottom)  # S = 1 at the top
+    curves = []
+    for i, run in enumerate(runs):
+        end = max([run.max_turns, *(int(e["turns"]) for e in run.episodes)]) if run.episodes else 0
+        if not run.episodes:
+            continue
+        s = kaplan_meier(run.episodes, end)
+        # Right-continuous step function: S holds over [t-1, t) and drops at t.
+        d = [f"M{x(0)},{y(s[0])}"]
+        for t in range(1, end + 1):
+            d.append(f"H{x(t)}")
+            if s[t] != s[t - 1]:
+                d.append(f"V{y(s[t])}")
+        curves.append({"label": run.label, "colour": PALETTE[i % len(PALETTE)], "d": " ".join(d),
+                       "end": end, "final": s[end], "end_x": x(end), "end_y": y(s[end])})
+    step = _step(horizon)
+    return {
+        "width": width, "height": height, "left": left, "right": width - right, "top": top,
+        "bottom": height - bottom, "curves": curves,
+        "xticks": [{"v": t, "x": x(t)} for t in range(0, horizon + 1, step)],
+        "yticks": [{"v": f"{p}%", "y": y(p / 100)} for p in (0, 25, 50, 75, 100)],
+    }
+
+
+# --- episodes ------------------------------------------------------------------------------------
+
+
+def _run_view(index: int, run: RunData) -> dict[str, Any]:
+    config = run.config
+    return {
+        "index": index, "label": run.label, "path": str(run.path), "colour": PALETTE[index % len(PALETTE)],
+        "config": [(k, config.get(k)) for k in ("narrator", "narrator_model", "player", "player_model",
+                                                 "auditor_model", "max_turns", "repeats", "prompt_version")
+                   if config.get(k) is not None],
+        "reviews_path": str(run.reviews_path) if run.reviews_path else None,
+        "episodes": [_episode_view(run, f"r{index}-e{j}", e) for j, e in enumerate(run.episodes)],
+    }
+
+
+def _episode_view(run: RunData, anchor: str, e: Mapping[str, Any]) -> dict[str, Any]:
+    trace = read_trace(dict(e), run.path)
+    outline = spec_outline(trace, run.path) if trace.events else None
+    nodes = outline["nodes"] if outline else _node_count(e)
+    commitment_info = outline["commitments"] if outline else {}
+    repeat = int(e.get("repeat", 0) or 0)
+    reviews = [_pick(r, REVIEW_KEYS) for r in iter_labels(run.reviews, e["spec_id"], repeat)]
+    failure = _pick(e.get("failure"), FAILURE_KEYS, lists=("fact_ids", "commitment_ids"))
+    turns = [_turn_view(ev, nodes, reviews) for ev in trace.of("turn")]
+    previous = 0
+    for t in turns:
+        t["advanced"] = isinstance(t["node"], int) and t["node"] > previous
+        previous = t["node"] if isinstance(t["node"], int) else previous
+    return {
+        "anchor": anchor, "spec_id": str(e["spec_id"]), "repeat": repeat, "title": outline["title"] if outline else None,
+        "termination": str(e["termination"]), "kind": _kind(str(e["termination"])), "turns_done": e["turns"],
+        "progress": e.get("progress"), "satisfied": e.get("satisfied"), "nodes_reached": e.get("nodes_reached"),
+        "nodes": nodes, "tokens": e.get("tokens"), "cost_usd": e.get("cost_usd"),
+        "failure": failure, "failure_refs": _failure_refs(failure, trace, commitment_info),
+        "failure_reviews": [r for r in reviews if failure and r["turn"] == failure["turn"]
+                            and r["type"] == failure["type"]],
+        "error": _pick(e.get("error") or _trace_error(trace), ERROR_KEYS),
+        "trace_path": str(trace.path) if trace.path else e.get("trace"), "trace_problem": trace.problem,
+        "bad_lines": trace.bad_lines, "turn_views": turns,
+        "lanes": _lanes(turns, e, commitment_info),
+        "end_seen": bool(trace.of("end")), "open": False,
+    }
+
+
+def _failure_refs(failure: dict[str, Any] | None, trace: Trace, commitments: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The text of the facts and commitments a failure names, so the reader need not open the spec."""
+    if not failure:
+        return []
+    facts = {str(f.get("id")): f.get("text") for f in trace.start.get("ledger") or [] if isinstance(f, dict)}
+    for ev in trace.of("turn"):
+        for change in ev.get("ledger_changes") or []:
+            if isinstance(change, dict) and change.get("op") == "add":
+                facts.setdefault(str(change.get("fact_id")), change.get("text"))
+    refs = [{"id": f, "what": "fact", "text": facts[f]} for f in failure["fact_ids"] if facts.get(f)]
+    for c in failure["commitment_ids"]:
+        meta = commitments.get(c)
+        if meta:
+            refs.append({"id": c, "what": f"{meta['kind']} commitment", "text": meta["text"]})
+    return refs
+
+
+def _cell(turn: Any, state: Any) -> dict[str, Any]:
+    state = str(state)
+    return {"turn": turn, "state": state, "css": state.lower() if state in STATES else "unknown"}
+
+
+def _pick(value: Any, keys: Sequence[str], lists: Sequence[str] = ()) -> dict[str, Any] | None:
+    """A record from a file with every key the template reads present (None, or [] for ``lists``)."""
+    if not isinstance(value, Mapping):
+        return None
+    out = {k: value.get(k) for k in keys}
+    for k in lists:
+        out[k] = [str(x) for x in out[k]] if isinstance(out[k], list) else []
+    return out
+
+
+def _kind(termination: str) -> str:
+    if termination.startswith("conflict:"):
+        return "conflict"
+    return termination if termination in ("success", "error") else "survived"
+
+
+def _node_count(e: Mapping[str, Any]) -> int | None:
+    # Without the spec, N follows from progress = nodes_reached / N whenever a node was reached.
+    reached, progress = e.get("nodes_reached"), e.get("progress")
+    if isinstance(reached, int) and isinstance(progress, (int, float)) and progress > 0:
+        return round(reached / progress)
+    return None
+
+
+def _trace_error(trace: Trace) -> dict[str, Any] | None:
+    found = trace.of("error")
+    return found[-1] if found else None
+
+
+def _turn_view(ev: Mapping[str, Any], nodes: int | None, reviews: list[dict[str, Any]]) -> dict[str, Any]:
+    verdicts = ev.get("verdicts") or {}
+    response = str(ev.get("response") or "")
+    flagged = list((verdicts.get("conflict_check") or {}).get("conflicts") or [])
+    confirmations = list(verdicts.get("conflict_confirmation") or [])
+    confirmed_quotes = {(c.get("type"), c.get("quote")) for c in ev.get("confirmed") or []}
+    conflicts = []
+    spans: list[tuple[str, str]] = []
+    for i, c in enumerate(flagged):
+        conf = confirmations[i] if i < len(confirmations) else None
+        is_confirmed = bool(conf.get("confirmed")) if isinstance(conf, dict) else (
+            (c.get("type"), c.get("quote")) in confirmed_quotes)
+        cls = "confirmed" if is_confirmed else "rejected"
+        quote = str(c.get("quote") or "")
+        spans.append((quote, cls))
+        conflicts.append({
+            "type": str(c.get("type")), "ids": [*map(str, c.get("fact_ids") or []), *map(str, c.get("commitment_ids") or [])],
+            "quote": quote, "found": bool(find_quote(quote, response)), "explanation": c.get("explanation"),
+            "confirmed": is_confirmed, "confirmation": conf.get("explanation") if isinstance(conf, dict) else None,
+            # ``reviews`` are this episode's already: keep the labels of this turn and conflict type.
+            "reviews": [r for r in reviews if r.get("turn") == ev.get("turn") and r.get("type") == c.get("type")],
+        })
+    facts = verdicts.get("fact_update") or {}
+    for item in [*(facts.get("added") or []), *(facts.get("negated") or [])]:
+        if isinstance(item, dict) and item.get("quote"):
+            spans.append((str(item["quote"]), "fact"))
+    trajectory = _pick(verdicts.get("trajectory_update"), TRAJECTORY_KEYS)
+    satisfied = (verdicts.get("commitment_check") or {}).get("satisfied") or []
+    node = ev.get("node_index")
+    return {
+        "turn": ev.get("turn"), "player_input": ev.get("player_input"), "response": response,
+        "narration": highlight(response, spans), "conflicts": conflicts,
+        "ledger": [_pick(c, LEDGER_KEYS) for c in ev.get("ledger_changes") or [] if isinstance(c, dict)],
+        "node": node, "nodes": nodes, "trajectory": trajectory,
+        "satisfied": [_pick(s, SATISFIED_KEYS) for s in satisfied if isinstance(s, dict)],
+        "commitments": dict(ev.get("commitments") or {}),
+    }
+
+
+def _lanes(turns: list[dict[str, Any]], e: Mapping[str, Any], info: Mapping[str, Any]) -> dict[str, Any]:
+    """One row per commitment, one cell per audited turn, from each turn's recorded states."""
+    ids: list[str] = list(e.get("commitments") or {})
+    for t in turns:
+        ids += [c for c in t["commitments"] if c not in ids]
+    rows = []
+    for cid in ids:
+        meta = info.get(cid) or {}
+        rows.append({"id": cid, "kind": meta.get("kind"), "text": meta.get("text"),
+                     "cells": [_cell(t["turn"], t["commitments"].get(cid, "PENDING")) for t in turns],
+                     "final": str((e.get("commitments") or {}).get(cid, ""))})
+    nodes = []
+    previous = 0
+    for t in turns:
+        node = t["node"] if isinstance(t["node"], int) else previous
+        nodes.append({"turn": t["turn"], "node": node, "advanced": node > previous})
+        previous = node
+    return {"turns": [t["turn"] for t in turns], "rows": rows, "nodes": nodes}
+
+
+# --- quotes inside the narration -----------------------------------------------------------------
+
+
+def find_quote(quote: str, text: str) -> list[tuple[int, int]]:
+    """Character spans of ``quote`` in ``text``, leniently as the auditor checks quotes.
+
+    Case, runs of whitespace and straight vs typographic quote marks are ignored, and an ellipsis
+    in the quote skips text (each piece found in order). [] when it is not there.
+    """
+    pieces = [p.strip(" \"'\u201c\u201d\u2018\u2019") for p in _ELLIPSIS.split(quote or "")]
+    pieces = [p for p in pieces if p.strip()]
+    spans, pos = [], 0
+    for piece in pieces:
+        pattern = "".join(r"\s+" if ch.isspace() else _QUOTE_CHARS.get(ch, re.escape(ch))
+                          for ch in re.sub(r"\s+", " ", piece))
+        m = re.compile(pattern, re.IGNORECASE).search(text, pos)
+        if not m:
+            return []
+        spans.append((m.start(), m.end()))
+        pos = m.end()
+    return spans
+
+
+def highlight(text: str, quotes: Sequence[tuple[str, str]]) -> Any:
+    """``text`` escaped, with each quote wrapped in ``<mark class="q-<kind>">``; a ``Markup``."""
+    from markupsafe import Markup, escape
+
+    level = [0] * len(text)
+    for quote, kind in quotes:
+        for a, b in find_quote(quote, text):
+            for i in range(a, b):
+                level[i] = max(level[i], _MARK_PRIORITY[kind])
+    names = {v: k for k, v in _MARK_PRIORITY.items()}
+    out, i = [], 0
+    while i < len(text):
+        j = i
+        while j < len(text) and level[j] == level[i]:
+            j += 1
+        piece = escape(text[i:j])
+        if level[i]:
+            kind = names[level[i]]
+            out.append(Markup('<mark class="q-{}" title="{}">{}</mark>').format(kind, _MARK_TITLE[kind], piece))
+        else:
+            out.append(piece)
+        i = j
+    return Markup("").join(out)

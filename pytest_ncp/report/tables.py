@@ -1,0 +1,284 @@
+"""The paper's tables for one or more runs: terminal (rich, or plain when piped), Markdown, JSON.
+
+``run_rows`` turns one results.json into a row of figures, recomputed from the episodes (the
+source of truth; the stored ``metrics`` may come from an older pytest-ncp). The renderers share one
+column layout (``SECTIONS``), so the terminal, Markdown and HTML tables always agree.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from ..metrics import CONFLICT_KINDS, compute_metrics, is_error, kaplan_meier, survival_counts, wilson
+
+SURVIVAL_TURNS = (10, 20, 50, 100)
+KIND_LABELS = {"fact": "fact", "commitment": "commitment", "player_input": "player input"}
+
+Row = dict[str, Any]
+
+
+def run_rows(results: Mapping[str, Any], label: str, *,
+             reviews: Sequence[Mapping[str, Any]] | None = None) -> Row:
+    """Every figure of one run (one results.json) as plain JSON-ready values.
+
+    Rates are fractions in 0..1 with a 95% Wilson interval ``ci``; a survival@T for T beyond the
+    run's turn limit was never observed, so it is ``None`` (shown as n/a). ``reviews`` are the
+    labels of the run's reviews.json; without them ``review`` is ``None``.
+    """
+    config = results.get("config") or {}
+    episodes = list(results["episodes"])
+    max_turns = config.get("max_turns")
+    if not isinstance(max_turns, int):
+        max_turns = max((int(e["turns"]) for e in episodes), default=0)
+    m = compute_metrics(episodes, max_turn=max(max_turns, *(int(e["turns"]) for e in episodes), 0))
+    judged = [e for e in episodes if not is_error(e)]
+    n = len(judged)
+    horizon = max([max_turns, *SURVIVAL_TURNS, *(int(e["turns"]) for e in episodes)])
+    curve = kaplan_meier(episodes, horizon) if episodes else {}
+
+    survival: dict[str, Any] = {}
+    for t in SURVIVAL_TURNS:
+        survived, known = survival_counts(episodes, t)
+        if t > max_turns or not known:
+            survival[str(t)] = None
+        else:
+            survival[str(t)] = {"value": round(curve[t], 6), "ci": _ci(wilson(survived, known)), "n": known}
+
+    conflicts = {}
+    for kind in CONFLICT_KINDS:
+        count = sum(e["termination"] == f"conflict:{kind}" for e in judged)
+        conflicts[kind] = {"value": round(count / n, 6) if n else None, "count": count,
+                           "ci": _ci(wilson(count, n)) if n else None}
+
+    models = config.get("models") or {}
+    return {
+        "label": label,
+        "narrator": config.get("narrator"),
+        "narrator_model": config.get("narrator_model") or models.get("narrator"),
+        "player": config.get("player"),
+        "player_model": config.get("player_model") or models.get("player"),
+        "auditor_model": config.get("auditor_model") or models.get("auditor"),
+        "prompt_version": config.get("prompt_version"),
+        "max_turns": max_turns,
+        "repeats": config.get("repeats", 1),
+        "episodes": len(episodes),
+        "judged": n,
+        "errors": len(episodes) - n,
+        "survival": survival,
+        "avg_turns": m["avg_turns"] if n else None,
+        "progress_pct": m["progress_pct"] if n else None,
+        "satisfied_pct": m["satisfied_pct"] if n else None,
+        "conflict_rates": conflicts,
+        "successes": m["successes"],
+        "conflict_free": m["conflict_free"],
+        "turn_limit": m["turn_limit"],
+        "script_exhausted": m["script_exhausted"],
+        "pass_k": m["pass_k"],
+        "tokens": m["tokens"],
+        "cost_usd": m["cost_usd"],
+        "review": dispute_rates(reviews) if reviews else None,
+    }
+
+
+def dispute_rates(labels: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per conflict type (and ``all``): disputed / (agreed + disputed), with a Wilson interval.
+
+    Skipped labels are counted but left out of the rate: the reviewer could not tell.
+    """
+    out: dict[str, Any] = {"labels": len(labels)}
+    kinds = [*CONFLICT_KINDS, *sorted({str(x["type"]) for x in labels} - set(CONFLICT_KINDS))]
+    for kind in [*kinds, "all"]:
+        mine = [x for x in labels if kind == "all" or x["type"] == kind]
+        agree = sum(x["label"] == "agree" for x in mine)
+        dispute = sum(x["label"] == "dispute" for x in mine)
+        rated = agree + dispute
+        out[kind] = {"agree": agree, "dispute": dispute, "skip": len(mine) - rated,
+                     "value": round(dispute / rated, 6) if rated else None,
+                     "ci": _ci(wilson(dispute, rated)) if rated else None}
+    return out
+
+
+def _ci(interval: tuple[float, float]) -> list[float]:
+    return [round(interval[0], 6), round(interval[1], 6)]
+
+
+# --- one layout for every renderer ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    ci: str = ""  # "23.0-41.0": shown after the value, or under it where space allows
+
+    def plain(self) -> str:
+        return f"{self.text} ({self.ci})" if self.ci else self.text
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str
+    cell: Callable[[Row], Cell]
+    numeric: bool = True
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    columns: tuple[Column, ...]
+    note: str = ""
+
+
+def _pct(value: float | None, digits: int = 1) -> str:
+    return "n/a" if value is None else f"{100 * value:.{digits}f}%"
+
+
+def _rate(fig: Mapping[str, Any] | None) -> Cell:
+    if not fig or fig.get("value") is None:
+        return Cell("n/a")
+    lo, hi = fig["ci"]
+    return Cell(_pct(fig["value"]), f"{100 * lo:.1f}-{100 * hi:.1f}")
+
+
+def _num(key: str, fmt: str = "{}") -> Callable[[Row], Cell]:
+    return lambda r: Cell("n/a" if r.get(key) is None else fmt.format(r[key]))
+
+
+def _pass_k(r: Row) -> Cell:
+    values = r.get("pass_k") or {}
+    if not values:
+        return Cell("n/a")
+    k = max(values, key=int)
+    return Cell(f"k={k}: {_pct(values[k])}")
+
+
+def sections(rows: Sequence[Row]) -> list[Section]:
+    """The tables for these rows; pass^k and human review appear only when some run has them."""
+    label = Column("run", lambda r: Cell(str(r["label"])), numeric=False)
+    survival = Section(
+        "Survival: no confirmed conflict through turn T (Kaplan-Meier, 95% Wilson interval)",
+        (label, Column("episodes", lambda r: Cell(f"{r['judged']}" + (f" (+{r['errors']} err)" if r["errors"] else ""))),
+         Column("max turns", _num("max_turns")),
+         *(Column(f"survival@{t}", lambda r, t=t: _rate(r["survival"][str(t)])) for t in SURVIVAL_TURNS),
+         Column("avg turns", _num("avg_turns", "{:.2f}"))),
+        note="n/a: T is beyond the run's turn limit. Errored episodes are censored, not failures.",
+    )
+    outcomes = [
+        label,
+        Column("progress", lambda r: Cell(_pct(None if r["progress_pct"] is None else r["progress_pct"] / 100))),
+        Column("satisfied", lambda r: Cell(_pct(None if r["satisfied_pct"] is None else r["satisfied_pct"] / 100))),
+        *(Column(f"{KIND_LABELS[k]} conflicts", lambda r, k=k: _rate(r["conflict_rates"][k])) for k in CONFLICT_KINDS),
+    ]
+    if any(r.get("pass_k") for r in rows):
+        outcomes.append(Column("pass^k", _pass_k))
+    out = [
+        survival,
+        Section("Outcomes: trajectory progress, satisfied commitments, conflict-type rates (95% Wilson interval)",
+                tuple(outcomes)),
+        Section("Counts and cost", (
+            label, Column("successes", _num("successes")), Column("conflict-free", _num("conflict_free")),
+            Column("turn limit", _num("turn_limit")), Column("script exhausted", _num("script_exhausted")),
+            Column("errors", _num("errors")), Column("tokens", _num("tokens", "{:,}")),
+            Column("cost", _num("cost_usd", "${:.4f}")))),
+    ]
+    if any(r.get("review") for r in rows):
+        def disputed(kind: str) -> Callable[[Row], Cell]:
+            return lambda r: _rate((r.get("review") or {}).get(kind))
+
+        out.append(Section(
+            "Human review: disputed / (agreed + disputed) confirmed conflicts (95% Wilson interval)",
+            (label, Column("labels", lambda r: Cell(str((r.get("review") or {}).get("labels", 0)))),
+             *(Column(KIND_LABELS[k], disputed(k)) for k in CONFLICT_KINDS), Column("all", disputed("all"))),
+            note="From reviews.json next to each results.json (`ncp review`); skipped labels are not counted."))
+    return out
+
+
+# --- renderers -----------------------------------------------------------------------------------
+
+
+def render_terminal(rows: Sequence[Row], *, tty: bool | None = None, width: int | None = None) -> str:
+    """rich tables on a terminal; plain aligned text when piped (logs, grep, files)."""
+    if tty is None:
+        tty = sys.stdout.isatty()
+    if not tty:
+        return render_plain(rows)
+    import io
+    import shutil
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=width or shutil.get_terminal_size((120, 24)).columns,
+                      highlight=False)
+    for section in sections(rows):
+        table = Table(title=section.title, title_justify="left", caption=section.note or None,
+                      caption_justify="left", header_style="bold")
+        for col in section.columns:
+            table.add_column(col.header, justify="right" if col.numeric else "left",
+                             overflow="fold", no_wrap=False)
+        for row in rows:
+            cells = []
+            for col in section.columns:
+                c = col.cell(row)
+                # Text, not a str: labels come from files, and rich would read "[...]" in them as markup.
+                t = Text(c.text)
+                if c.ci:
+                    t.append(f"\n{c.ci}", style="dim")
+                cells.append(t)
+            table.add_row(*cells)
+        console.print(table)
+        console.print()
+    return buf.getvalue().rstrip("\n") + "\n"
+
+
+def render_plain(rows: Sequence[Row]) -> str:
+    out: list[str] = []
+    for section in sections(rows):
+        grid = [[c.header for c in section.columns]]
+        grid += [[c.cell(r).plain() for c in section.columns] for r in rows]
+        widths = [max(len(line[i]) for line in grid) for i in range(len(section.columns))]
+
+        def line(cells: list[str]) -> str:
+            return "  ".join(cell.rjust(w) if col.numeric else cell.ljust(w)
+                             for cell, w, col in zip(cells, widths, section.columns)).rstrip()
+
+        out += [section.title, line(grid[0]), "  ".join("-" * w for w in widths)]
+        out += [line(cells) for cells in grid[1:]]
+        if section.note:
+            out.append(section.note)
+        out.append("")
+    return "\n".join(out)
+
+
+def _md(text: str) -> str:
+    # Labels come from results files: neutralise HTML (GitHub renders it in tables) and pipes.
+    return html.escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(rows: Sequence[Row], *, title: str = "NCP-Bench report") -> str:
+    """GitHub-flavoured Markdown, e.g. ``ncp report r.json --markdown >> "$GITHUB_STEP_SUMMARY"``."""
+    out = [f"## {_md(title)}", ""]
+    for section in sections(rows):
+        out += [f"**{_md(section.title)}**", ""]
+        out.append("| " + " | ".join(_md(c.header) for c in section.columns) + " |")
+        out.append("|" + "|".join("---:" if c.numeric else ":---" for c in section.columns) + "|")
+        for r in rows:
+            cells = []
+            for c in section.columns:
+                cell = c.cell(r)
+                cells.append(_md(cell.text) + (f" <sub>{_md(cell.ci)}</sub>" if cell.ci else ""))
+            out.append("| " + " | ".join(cells) + " |")
+        if section.note:
+            out += ["", f"<sub>{_md(section.note)}</sub>"]
+        out.append("")
+    return "\n".join(out)
+
+
+def render_json(rows: Sequence[Row]) -> str:
+    """The computed rows for dashboards: fractions in 0..1, ``null`` for n/a."""
+    return json.dumps({"version": 1, "runs": list(rows)}, indent=2, ensure_ascii=False) + "\n"

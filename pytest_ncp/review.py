@@ -1,0 +1,412 @@
+"""Human review of confirmed conflicts: is the auditor right? (DESIGN section 4, "human review").
+
+``ncp review RUN_DIR`` walks the conflicts that ended episodes in ``RUN_DIR/results.json`` one at a
+time in the terminal and asks a person to agree or dispute each. Labels go to
+``RUN_DIR/reviews.json``::
+
+    {"version": 1, "labels": [{"spec_id", "repeat", "turn", "type", "label": "agree" | "dispute",
+                               "note", "reviewer", "date"}]}
+
+The file is rewritten atomically after every label, so quitting (or a crash, or a closed terminal)
+loses nothing, and the next ``ncp review`` resumes with the first conflict this reviewer has not
+labelled. Keys are read line by line from stdin (type the letter, then Enter), so the walk works the
+same under tmux, over ssh, and with piped input in tests; no curses.
+
+A label is identified by (spec_id, repeat, turn, type, reviewer): labelling the same conflict again
+replaces that reviewer's earlier label, and several reviewers may label the same conflict.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import tempfile
+import textwrap
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any, Callable, Mapping, Sequence
+
+from .traces import episode_name, find_spec_file, load_run, read_events, resolve_trace, RunFileError
+
+REVIEWS_FILE = "reviews.json"
+REVIEWS_VERSION = 1
+LABELS = ("agree", "dispute")
+_KIND = {"fact": "fact conflict", "commitment": "commitment conflict", "player_input": "player-input conflict"}
+
+
+@dataclass(frozen=True)
+class ConflictItem:
+    """One confirmed conflict that ended an episode, as results.json records it."""
+
+    spec_id: str
+    repeat: int
+    turn: int
+    type: str
+    fact_ids: tuple[str, ...] = ()
+    commitment_ids: tuple[str, ...] = ()
+    quote: str = ""
+    explanation: str = ""
+    confirmation: str = ""
+    trace: str | None = None
+
+    @property
+    def key(self) -> tuple[str, int, int, str]:
+        return (self.spec_id, self.repeat, self.turn, self.type)
+
+
+def conflicts_of(results: Mapping[str, Any]) -> list[ConflictItem]:
+    """The confirmed conflicts of a run (one per conflict episode), in (spec_id, repeat) order."""
+    items = []
+    for e in results["episodes"]:
+        f = e.get("failure")
+        if not f or not str(e["termination"]).startswith("conflict:"):
+            continue
+        items.append(ConflictItem(
+            spec_id=str(e["spec_id"]), repeat=int(e["repeat"]), turn=int(f.get("turn", e["turns"])),
+            type=str(f.get("type") or str(e["termination"]).split(":", 1)[1]),
+            fact_ids=tuple(f.get("fact_ids") or ()), commitment_ids=tuple(f.get("commitment_ids") or ()),
+            quote=f.get("quote") or "", explanation=f.get("explanation") or "",
+            confirmation=f.get("confirmation") or "", trace=e.get("trace"),
+        ))
+    return sorted(items, key=lambda i: i.key)
+
+
+# --- reviews.json -----------------------------------------------------------------------------------
+
+
+def label_key(label: Mapping[str, Any]) -> tuple[str, int, int, str]:
+    return (str(label["spec_id"]), int(label["repeat"]), int(label["turn"]), str(label["type"]))
+
+
+def load_reviews(run_dir: str | Path) -> dict[str, Any]:
+    """``RUN_DIR/reviews.json``, or an empty document when there is none yet."""
+    path = Path(run_dir) / REVIEWS_FILE
+    if not path.exists():
+        return {"version": REVIEWS_VERSION, "labels": []}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise RunFileError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}; fix or move the file aside "
+                           "(labels are written atomically, so this file was edited by hand)") from None
+    if not isinstance(data, dict) or data.get("version") != REVIEWS_VERSION or not isinstance(data.get("labels"), list):
+        raise RunFileError(f"{path}: expected {{\"version\": {REVIEWS_VERSION}, \"labels\": [...]}}")
+    for i, label in enumerate(data["labels"]):
+        missing = [k for k in ("spec_id", "repeat", "turn", "type", "label", "reviewer") if k not in label]
+        if missing:
+            raise RunFileError(f"{path}: labels[{i}] lacks {', '.join(missing)}")
+        if label["label"] not in LABELS:
+            raise RunFileError(f"{path}: labels[{i}].label is {label['label']!r}; expected agree or dispute")
+    return data
+
+
+def save_reviews(run_dir: str | Path, data: Mapping[str, Any]) -> Path:
+    """Write ``RUN_DIR/reviews.json`` atomically (temp file + rename): never half a file."""
+    out = Path(run_dir)
+    fd, tmp = tempfile.mkstemp(prefix=".reviews.", suffix=".json", dir=out)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, ensure_ascii=False)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, out / REVIEWS_FILE)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out / REVIEWS_FILE
+
+
+def put_label(data: dict[str, Any], label: dict[str, Any]) -> None:
+    """Add ``label``, replacing the same reviewer's earlier label of the same conflict."""
+    key, who = label_key(label), label["reviewer"]
+    data["labels"] = [x for x in data["labels"] if not (label_key(x) == key and x["reviewer"] == who)]
+    data["labels"].append(label)
+
+
+def dispute_rates(labels: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Share of labels that dispute the auditor, overall and per conflict type.
+
+    Each (conflict, reviewer) label counts once, so with one reviewer this is the share of reviewed
+    confirmed conflicts that the reviewer disputed. ``rate`` is None when nothing is labelled.
+    """
+    def summary(chosen: list[Mapping[str, Any]]) -> dict[str, Any]:
+        disputed = sum(x["label"] == "dispute" for x in chosen)
+        return {"labelled": len(chosen), "disputed": disputed,
+                "rate": disputed / len(chosen) if chosen else None}
+
+    latest: dict[tuple, Mapping[str, Any]] = {}
+    for x in labels:
+        latest[(*label_key(x), x.get("reviewer"))] = x
+    chosen = list(latest.values())
+    types = sorted({str(x["type"]) for x in chosen})
+    return {**summary(chosen), "by_type": {t: summary([x for x in chosen if x["type"] == t]) for t in types}}
+
+
+def dispute_line(labels: Sequence[Mapping[str, Any]]) -> str:
+    rates = dispute_rates(labels)
+    if not rates["labelled"]:
+        return "human review: no conflict labelled yet"
+    parts = [f"{t} {s['disputed']}/{s['labelled']}" for t, s in rates["by_type"].items()]
+    return (f"human review: {rates['disputed']} of {rates['labelled']} labelled conflict(s) disputed "
+            f"({rates['rate']:.0%}); by type: {', '.join(parts)}")
+
+
+# --- showing a conflict -----------------------------------------------------------------------------
+
+
+def _quote_pattern(piece: str) -> re.Pattern[str]:
+    # Match the way the auditor's quote check does (case, spacing and typographic quotes ignored),
+    # so a quote the auditor verified is found again here.
+    out = []
+    for ch in piece:
+        if ch.isspace():
+            if not out or out[-1] != r"\s+":
+                out.append(r"\s+")
+        elif ch in "'\u2018\u2019":
+            out.append("['\u2018\u2019]")
+        elif ch in '"\u201c\u201d':
+            out.append('["\u201c\u201d]')
+        elif ch in "-\u2013\u2014":
+            out.append("[-\u2013\u2014]")
+        else:
+            out.append(re.escape(ch))
+    return re.compile("".join(out), re.IGNORECASE)
+
+
+def highlight(text: str, quote: str, mark: Callable[[str], str]) -> tuple[str, bool]:
+    """``text`` with each part of ``quote`` (split at elisions) wrapped by ``mark``; whether all were found."""
+    pieces = [p.strip(" \"'") for p in re.split(r"\s*(?:\.\.\.|\u2026)\s*", quote.strip())]
+    pieces = [p for p in pieces if p]
+    if not pieces:
+        return text, False
+    out, pos, found_all = [], 0, True
+    for piece in pieces:
+        m = _quote_pattern(piece).search(text, pos)
+        if not m:
+            found_all = False
+            continue
+        out += [text[pos:m.start()], mark(m.group(0))]
+        pos = m.end()
+    out.append(text[pos:])
+    return "".join(out), found_all
+
+
+def _marker(color: bool) -> Callable[[str], str]:
+    if color:
+        return lambda s: f"\x1b[1;7m{s}\x1b[0m"  # bold reverse video
+    return lambda s: f">>{s}<<"
+
+
+@dataclass
+class _EpisodeRecord:
+    """What the trace adds to results.json: the exchange around the conflict, fact and spec texts."""
+
+    turns: dict[int, tuple[str | None, str]] = field(default_factory=dict)
+    facts: dict[str, str] = field(default_factory=dict)
+    spec_title: str | None = None
+    spec_location: str | None = None
+    commitments: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (kind, text)
+    problem: str | None = None
+
+
+def _load_record(item: ConflictItem, run_dir: Path, spec_cache: dict[str, Any]) -> _EpisodeRecord:
+    record = _EpisodeRecord()
+    path = resolve_trace(item.trace, run_dir)
+    if path is None:
+        record.problem = f"trace not found ({item.trace or 'none recorded'}): showing results.json only"
+        return record
+    spec_path = None
+    try:
+        for event in read_events(path):
+            kind = event["event"]
+            if kind == "start":
+                spec_path = event.get("spec_path")
+                record.facts.update({f["id"]: f["text"] for f in event.get("ledger") or ()})
+            elif kind == "turn":
+                record.turns[int(event["turn"])] = (event.get("player_input"), event.get("response") or "")
+                for change in event.get("ledger_changes") or ():
+                    if change.get("op") == "add":
+                        record.facts[change["fact_id"]] = change["text"]
+    except (OSError, RunFileError, KeyError, TypeError, ValueError) as exc:
+        record.problem = f"cannot read trace {path}: {exc}"
+    if item.spec_id not in spec_cache:
+        spec_cache[item.spec_id] = _load_spec(spec_path, run_dir)
+    spec = spec_cache[item.spec_id]
+    if spec is not None:
+        record.spec_title, record.spec_location = spec.title, spec.path
+        record.commitments = {c.id: (c.kind, c.text) for c in spec.commitments}
+    return record
+
+
+def _load_spec(spec_path: str | None, run_dir: Path) -> Any:
+    found = find_spec_file(spec_path, run_dir)
+    if found is None:
+        return None
+    from .spec import SpecError, load_spec
+
+    try:
+        return load_spec(found)
+    except SpecError:
+        return None  # the walk still works from the trace; the spec only adds titles and texts
+
+
+def _block(label: str, text: str | None, width: int = 100) -> list[str]:
+    body = text if text else "(none)"
+    lines = [f"{label}:"]
+    for para in body.splitlines() or [""]:
+        lines += ["    " + x for x in (textwrap.wrap(para, width - 4, break_on_hyphens=False) or [""])]
+    return lines
+
+
+def render_conflict(item: ConflictItem, record: _EpisodeRecord, index: int, total: int, *,
+                    color: bool = False, previous: str | None = None) -> str:
+    ids = ", ".join(item.fact_ids + item.commitment_ids)
+    title = f" ({record.spec_title})" if record.spec_title else ""
+    lines = [f"--- conflict {index}/{total}: {episode_name(item.spec_id, item.repeat)}{title}, turn {item.turn}, "
+             f"{_KIND.get(item.type, item.type)}{f' ({ids})' if ids else ''} ---"]
+    if record.spec_location:
+        lines.append(f"spec: {record.spec_location}")
+    if previous:
+        lines.append(f"already labelled: {previous}")
+    if record.problem:
+        lines.append(f"note: {record.problem}")
+    for fid in item.fact_ids:
+        lines += _block(f"fact {fid}", record.facts.get(fid, "(text not in the trace)"))
+    for cid in item.commitment_ids:
+        kind, text = record.commitments.get(cid, ("?", "(spec file not found)"))
+        lines += _block(f"commitment {cid} ({kind})", text)
+    lines += _block("auditor finding", item.explanation)
+    lines += _block("confirmation", item.confirmation)
+    if item.turn - 1 in record.turns:
+        said, narration = record.turns[item.turn - 1]
+        if said is not None:
+            lines += _block(f"turn {item.turn - 1} player", said)
+        lines += _block(f"turn {item.turn - 1} narrator", narration)
+    if item.turn in record.turns:
+        said, narration = record.turns[item.turn]
+        if said is not None:
+            lines += _block(f"turn {item.turn} player", said)
+        marked, found = highlight(narration, item.quote, _marker(color))
+        lines += _block(f"turn {item.turn} narrator", marked)
+        if not found:
+            lines += _block("quote (not found verbatim in the narration)", f'"{item.quote}"')
+    else:
+        lines += _block("quote", f'"{item.quote}"')
+    return "\n".join(lines)
+
+
+# --- the walk ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class ReviewSummary:
+    total: int = 0          # confirmed conflicts in the run
+    agreed: int = 0         # labelled this session
+    disputed: int = 0
+    skipped: int = 0
+    remaining: int = 0      # not labelled by this reviewer after the session
+    quit: bool = False
+    path: Path | None = None
+
+    def line(self) -> str:
+        how = "quit" if self.quit else "done"
+        return (f"{how}: {self.agreed} agreed, {self.disputed} disputed, {self.skipped} skipped this session; "
+                f"{self.remaining} of {self.total} conflict(s) not yet labelled by you; labels in {self.path}")
+
+
+def walk(run_dir: str | Path, *, reviewer: str, relabel: bool = False, stdin: IO[str] | None = None,
+         stdout: IO[str] | None = None, color: bool | None = None,
+         now: Callable[[], str] | None = None) -> ReviewSummary:
+    """Ask a person about each confirmed conflict of ``run_dir``; store labels as they are given.
+
+    Answers per conflict, one line each: ``a`` agree, ``d`` dispute, ``s`` skip, ``q`` quit; after
+    ``a`` or ``d`` an optional one-line note (Enter for none). End of input counts as quit. Conflicts
+    this reviewer already labelled are skipped unless ``relabel``.
+    """
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    if color is None:
+        color = bool(getattr(stdout, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ
+    now = now or (lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    run_dir = Path(run_dir)
+    results = load_run(run_dir)
+    reviews = load_reviews(run_dir)
+    items = conflicts_of(results)
+    summary = ReviewSummary(total=len(items), path=run_dir / REVIEWS_FILE)
+
+    def mine() -> dict[tuple, str]:
+        return {label_key(x): x["label"] for x in reviews["labels"] if x["reviewer"] == reviewer}
+
+    def say(text: str = "", end: str = "\n") -> None:
+        stdout.write(text + end)
+        stdout.flush()
+
+    done = mine()
+    todo = items if relabel else [i for i in items if i.key not in done]
+    if not items:
+        say(f"no confirmed conflict in {run_dir / 'results.json'}: nothing to review")
+    elif not todo:
+        say(f"all {len(items)} conflict(s) already labelled by {reviewer}; use --all to review them again")
+    elif len(todo) < len(items):
+        say(f"resuming: {len(items) - len(todo)} of {len(items)} conflict(s) already labelled by {reviewer} "
+            "(--all shows them again)")
+    spec_cache: dict[str, Any] = {}
+    position = {i.key: n for n, i in enumerate(items, 1)}
+    for item in todo:
+        record = _load_record(item, run_dir, spec_cache)
+        say()
+        say(render_conflict(item, record, position[item.key], len(items), color=color,
+                            previous=done.get(item.key)))
+        answer = _ask(stdin, say, "[a]gree  [d]ispute  [s]kip  [q]uit > ", "adsq")
+        if answer in (None, "q"):
+            summary.quit = True
+            break
+        if answer == "s":
+            summary.skipped += 1
+            continue
+        note = _read_line(stdin, say, "note (optional, Enter for none) > ")
+        label = {"spec_id": item.spec_id, "repeat": item.repeat, "turn": item.turn, "type": item.type,
+                 "label": "agree" if answer == "a" else "dispute", "note": (note or "").strip(),
+                 "reviewer": reviewer, "date": now()}
+        put_label(reviews, label)
+        save_reviews(run_dir, reviews)
+        done[item.key] = label["label"]
+        if answer == "a":
+            summary.agreed += 1
+        else:
+            summary.disputed += 1
+        say(f"saved: {label['label']}")
+        if note is None:  # input ended while asking for the note: the label is kept, then stop
+            summary.quit = True
+            break
+    summary.remaining = sum(i.key not in done for i in items)
+    say()
+    say(summary.line())
+    say(dispute_line(reviews["labels"]))
+    return summary
+
+
+def _read_line(stdin: IO[str], say: Callable[..., None], prompt: str) -> str | None:
+    say(prompt, end="")
+    line = stdin.readline()
+    if not line:
+        say()
+        return None
+    line = line.rstrip("\r\n")
+    if not getattr(stdin, "isatty", lambda: False)():
+        say(line)  # a terminal echoes what was typed; piped answers are echoed so the log reads the same
+    return line
+
+
+def _ask(stdin: IO[str], say: Callable[..., None], prompt: str, keys: str) -> str | None:
+    while True:
+        line = _read_line(stdin, say, prompt)
+        if line is None:
+            return None
+        answer = line.strip().lower()
+        if answer and answer[0] in keys and (len(answer) == 1 or answer in ("agree", "dispute", "skip", "quit")):
+            return answer[0]
+        say(f"please answer one of: {', '.join(keys)}")

@@ -1,0 +1,80 @@
+"""`ncp lint`, `ncp validate --strict` and `ncp catalog`: exit codes and output."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_ncp.cli import main
+from tests.conftest import SPECS
+
+GOOD = (SPECS / "caligari.yaml").read_text()
+# Removing C1's depends_on leaves a valid spec with exactly one lint finding.
+LINTY = GOOD.replace("    depends_on: [fair-visit]\n", "", 1)
+
+
+@pytest.fixture
+def linty(tmp_path):
+    path = tmp_path / "linty.yaml"
+    path.write_text(LINTY)
+    return path
+
+
+def test_lint_clean_spec_exits_0(capsys):
+    assert main(["lint", str(SPECS / "caligari.yaml")]) == 0
+    assert capsys.readouterr().out == "1 spec(s) linted: 0 finding(s) in 0 spec(s)\n"
+
+
+def test_lint_prints_path_line_rule_message_and_exits_1(linty, capsys):
+    assert main(["lint", str(linty.parent)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    line = LINTY.splitlines().index("  - id: C1") + 1
+    assert out[0].startswith(f"{linty}:{line}: commitment-without-dependency: invariant C1 names no fact or node")
+    assert out[-1] == "1 spec(s) linted: 1 finding(s) in 1 spec(s)"
+
+
+def test_lint_reports_invalid_specs_and_exits_1(tmp_path, capsys):
+    (tmp_path / "bad.yaml").write_text("id: [\n")
+    (tmp_path / "good.yaml").write_text(GOOD)
+    assert main(["lint", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "bad.yaml:" in out and "invalid YAML" in out
+    assert out.splitlines()[-1] == "1 spec(s) linted: 0 finding(s) in 0 spec(s), 1 invalid (fix them first: `ncp validate`)"
+
+
+def test_lint_missing_path_exits_1(capsys):
+    assert main(["lint", "/no/such/dir"]) == 1
+    assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_lint_list_rules(capsys):
+    assert main(["lint", "--list-rules"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("future-sight ") and "scripted-input-foresight" in out
+
+
+def test_validate_strict_adds_lint_findings(linty, capsys):
+    assert main(["validate", str(linty)]) == 0  # well formed, so plain validation passes
+    assert "commitment-without-dependency" not in capsys.readouterr().out
+    assert main(["validate", "--strict", str(linty)]) == 1
+    out = capsys.readouterr().out
+    assert f"{linty}:" in out and ": commitment-without-dependency: " in out
+    assert out.splitlines()[-2:] == ["1 spec(s) valid, 0 with problems (0 problem(s))",
+                                     "strict: 1 lint finding(s) in 1 spec(s)"]
+
+
+def test_validate_strict_passes_on_all_bundled_specs(capsys):
+    assert main(["validate", "--strict", str(SPECS)]) == 0, capsys.readouterr().out
+    assert capsys.readouterr().out.splitlines()[-1] == "strict: 0 lint finding(s) in 0 spec(s)"
+
+
+def test_catalog_prints_the_committed_readme(capsys):
+    assert main(["catalog", str(SPECS)]) == 0
+    assert capsys.readouterr().out == (SPECS / "README.md").read_text(encoding="utf-8")
+
+
+def test_catalog_refuses_invalid_specs(tmp_path, capsys):
+    (tmp_path / "good.yaml").write_text(GOOD)
+    (tmp_path / "bad.yaml").write_text("id: [\n")
+    assert main(["catalog", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and "before generating the catalog" in captured.err
