@@ -19,7 +19,8 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 # Further commands live in their own modules, each with ``register(subparsers)`` that adds its
 # sub-command (with ``set_defaults(func=...)``); keep their imports inside the command functions.
-COMMAND_MODULES: tuple[str, ...] = ("pytest_ncp.commands.lint",)
+COMMAND_MODULES: tuple[str, ...] = ("pytest_ncp.commands.lint", "pytest_ncp.commands.report", "pytest_ncp.commands.specs",
+                                      "pytest_ncp.commands.compare")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

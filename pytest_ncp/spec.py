@@ -168,9 +168,10 @@ def load_spec(path: str | Path) -> NarrativeSpec:
 def parse_spec(text: str, path: str = "<string>") -> NarrativeSpec:
     import yaml  # deferred: the plugin imports this module, and yaml is not needed until a spec is read
 
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C parser, when libyaml is there: ~5x faster
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        node = yaml.compose(text, Loader=loader)
+        data = yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
