@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Literal
 
-Role = Literal["narrator", "player", "auditor"]
+Role = Literal["narrator", "player", "auditor", "author"]  # author: drafting specs
 
 ROLE_HEADER = "X-NCP-Role"  # lets a scripted test server (pytest_ncp.testing) answer per role
 

@@ -338,20 +338,38 @@ def name_parts(name: str) -> list[str]:
     return [p for p in parts if len(p) >= 2 and p[0].isupper() and p.lower() not in _NAME_NOISE]
 
 
-def mentions(name: str, plot: str) -> tuple[int, int]:
+def word_index(plot: str) -> dict[str, tuple[int, int]]:
+    """Each word of a plot -> (occurrences, offset of the first); built once per plot, so checking its
+    characters is a few lookups instead of a regex scan of the whole plot per name part."""
+    index: dict[str, tuple[int, int]] = {}
+    for m in re.finditer(r"\w+", plot):
+        word = m.group()
+        count, first = index.get(word, (0, m.start()))
+        index[word] = (count + 1, first)
+    return index
+
+
+def mentions(name: str, plot: str, index: Mapping[str, tuple[int, int]] | None = None) -> tuple[int, int]:
     """(times the character is mentioned, offset of the first mention) in the plot; (0, -1) if never.
 
     A mention is the full name or any of its name parts as a whole, case-sensitive word: plots call
     "Jane Olsen" "Jane" or "Olsen", and "Dr. Caligari" "Caligari".
     """
+    index = word_index(plot) if index is None else index
     best, first = 0, -1
-    for part in dict.fromkeys([name.strip(), *name_parts(name)]):
+    for part in dict.fromkeys([*name_parts(name), name.strip()]):
         if not part:
             continue
-        hits = [m.start() for m in re.finditer(rf"(?<!\w){re.escape(part)}(?!\w)", plot)]
-        if hits:
-            best = max(best, len(hits))
-            first = hits[0] if first < 0 else min(first, hits[0])
+        if re.fullmatch(r"\w+", part):
+            count, at = index.get(part, (0, -1))
+        elif best:
+            continue  # a multi-word full name is never mentioned more often than its first part
+        else:
+            hits = [m.start() for m in re.finditer(rf"(?<!\w){re.escape(part)}(?!\w)", plot)]
+            count, at = len(hits), (hits[0] if hits else -1)
+        if count:
+            best = max(best, count)
+            first = at if first < 0 else min(first, at)
     return best, first
 
 
@@ -389,7 +407,8 @@ def clean(corpus: CorpusRead, *, min_words: int = DEFAULT_MIN_WORDS) -> Cleaned:
         if not names:
             dropped["no_character"] += 1
             continue
-        scored = [(mentions(n, plot), n) for n in names]
+        index = word_index(plot)
+        scored = [(mentions(n, plot, index), n) for n in names]
         mismatched += sum(1 for (count, _), _ in scored if count == 0)
         present = [(count, first, n) for (count, first), n in scored if count > 0]
         if not present:

@@ -209,7 +209,7 @@ async def _draft(args: argparse.Namespace, request: Any, out: Path) -> tuple[str
     for attempt in range(1, args.attempts + 1):
         messages = draft_messages(request, problems=[_for_model(p, path) for p in problems],
                                   previous=previous)
-        completion = await client.complete(DRAFT_ROLE, args.model, messages, step=DRAFT_STEP,  # type: ignore[arg-type]
+        completion = await client.complete(DRAFT_ROLE, args.model, messages, step=DRAFT_STEP,
                                            response_format=draft_response_format(request))
         answer, problems = parse_draft_answer(completion.text)
         if answer is None:

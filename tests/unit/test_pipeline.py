@@ -166,6 +166,14 @@ def test_select_diverse_covers_genres_then_pairs_then_breaks_ties_by_length_then
     assert P.select_diverse([], 5) == []
 
 
+def test_select_diverse_takes_every_pair_once_before_repeating_one():
+    pool = [cand("1", ("Action", "Comedy"), 500), cand("2", ("Action", "Comedy"), 900),
+            cand("3", ("Drama", "War"), 100), cand("4", ("Action", "Drama"), 50), cand("5", ("Comedy", "War"), 60)]
+    # After 2 and 3 every genre is used once; the long second Action/Comedy plot (1) still waits until
+    # the unseen pairs 5 and 4 are in.
+    assert [c.movie_id for c in P.select_diverse(pool, 5)] == ["2", "3", "5", "4", "1"]
+
+
 # --- drafting pieces ------------------------------------------------------------------------------
 
 
