@@ -138,13 +138,16 @@ class CassetteTransport:
                 "or 'all')")
 
     def flush(self) -> None:
-        """Write every cassette that changed (atomically, so a crash never leaves half a file)."""
+        """Write every cassette that changed (atomically, so a crash never leaves half a file).
+
+        ``existed`` keeps meaning "was there when this run started": an episode still recording in
+        ``once`` mode must not turn into a replay because another episode's end flushed its file.
+        """
         with self._lock:
             for cassette in self._cassettes.values():
                 if cassette.dirty:
                     _write(cassette.path, cassette.entries)
                     cassette.dirty = False
-                    cassette.existed = True
 
 
 def _describe(normalised: dict[str, Any]) -> str:

@@ -175,3 +175,16 @@ def test_killed_run_resumes_without_rerunning_finished_episodes(ncp_model_server
     # Finished episodes come back whole from their traces.
     kept = next(r for r in results if f"{r.spec.id}--r0" in done)
     assert len(kept.transcript) == 3 and len(kept.audits) == 3
+
+
+def test_once_keeps_recording_an_episode_while_others_finish(ncp_model_server, tmp_path):
+    # story-0 ends first (its cassette is flushed) while story-1 is still mid-recording.
+    ncp_model_server.add(step="conflict_check", contains="TURN 1.", regex="Story 0", reply={"conflicts": [{
+        "type": "fact", "fact_ids": ["F2"], "commitment_ids": [], "quote": "The fair is loud", "explanation": "x"}]})
+    ncp_model_server.add(step="conflict_confirmation", regex="Story 1", delay=0.2, reply={
+        "confirmed": False, "explanation": "no"})
+    ncp_model_server.add(step="conflict_check", contains="TURN 1.", regex="Story 1", reply={"conflicts": [{
+        "type": "fact", "fact_ids": ["F2"], "commitment_ids": [], "quote": "The fair is loud", "explanation": "x"}]})
+    results = asyncio.run(runner(ncp_model_server, tmp_path, record_mode="once",
+                                 cassettes=str(tmp_path / "cassettes")).run(twins(2)))
+    assert [r.termination.value for r in results] == ["conflict:fact", "turn_limit"]
