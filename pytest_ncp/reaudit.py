@@ -90,7 +90,8 @@ def find_traces(source: str | Path) -> tuple[list[Path], dict[str, Any] | None]:
     """The traces a source names, and the source run's config when results.json is available.
 
     ``source`` may be a run directory (with results.json, or with only traces/), a results.json
-    file, a directory of ``*.jsonl`` traces, or a single trace file.
+    file, a directory of ``*.jsonl`` traces, or a single trace file. Errored episodes that recorded
+    no trace (they never started) are left out.
     """
     src = Path(source)
     if src.is_file() and src.suffix == ".jsonl":
@@ -100,9 +101,12 @@ def find_traces(source: str | Path) -> tuple[list[Path], dict[str, Any] | None]:
         run = load_run(results)
         paths, missing = [], []
         for e in run["episodes"]:
+            if not e.get("trace") and e["termination"] == "error":
+                continue  # the episode could not even start (e.g. the narrator failed to build): nothing to judge
             found = resolve_trace(e.get("trace"), results.parent)
             if found is None:
-                missing.append(f"{episode_name(e['spec_id'], int(e['repeat']))} ({e.get('trace') or 'no trace recorded'})")
+                name = episode_name(e["spec_id"], int(e["repeat"]))
+                missing.append(f"{name} ({e.get('trace') or 'no trace recorded'})")
             else:
                 paths.append(found)
         if missing:

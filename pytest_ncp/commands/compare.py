@@ -61,10 +61,11 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_reaudit)
 
     p = sub.add_parser("review", help="label each confirmed conflict of a run: agree or dispute",
-                       description="Walk the confirmed conflicts of RUN_DIR/results.json in the terminal. For each "
-                                   "conflict, answer with one line: a = agree, d = dispute, s = skip, q = quit; then an "
-                                   "optional note. Labels are saved to RUN_DIR/reviews.json after each answer; "
-                                   "the next run resumes where this one stopped.")
+                       description="Walk the confirmed conflicts of RUN_DIR/results.json in the terminal. "
+                                   "For each conflict, answer with one line: a = agree, d = dispute, "
+                                   "s = skip, q = quit; then an optional note. Labels are saved to "
+                                   "RUN_DIR/reviews.json after each answer; the next run resumes where this one "
+                                   "stopped.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (with results.json and traces/)")
     p.add_argument("--reviewer", help="your name in the labels (default: the login name)")
     p.add_argument("--all", action="store_true", dest="relabel",
@@ -128,7 +129,8 @@ def _describe(run: dict[str, Any]) -> str:
             f"auditor {c.get('auditor_model') or '?'}")
 
 
-def _commitment_kinds(spec_paths: list[str] | None, runs: list[tuple[dict[str, Any], Path]]) -> dict[str, dict[str, str]] | None:
+def _commitment_kinds(spec_paths: list[str] | None,
+                      runs: list[tuple[dict[str, Any], Path]]) -> dict[str, dict[str, str]] | None:
     """spec_id -> commitment_id -> kind, from --specs or from the spec files the traces recorded.
 
     None when no spec file could be read (compare then reports violations only).

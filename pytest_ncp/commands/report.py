@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
@@ -49,7 +50,6 @@ def cmd_report(args: argparse.Namespace) -> int:
         sys.stdout.write(render_terminal(rows))
     if args.html:
         from ..report.html import render_html
-        from pathlib import Path
 
         out = Path(args.html)
         try:

@@ -33,7 +33,7 @@ SATISFIED_KEYS = ("commitment_id", "evidence")
 
 # Where quotes overlap, the stronger finding shows: a confirmed conflict over a rejected one over a fact.
 _MARK_PRIORITY = {"fact": 1, "rejected": 2, "confirmed": 3}
-_MARK_TITLE = {"fact": "quoted by the fact update", "rejected": "flagged, rejected on confirmation",
+_MARK_TITLE = {"fact": "source of a ledger change", "rejected": "flagged, rejected on confirmation",
                "confirmed": "confirmed conflict"}
 _ELLIPSIS = re.compile(r"\.\.\.|\u2026")
 _QUOTE_CHARS = {'"': "[\"\u201c\u201d]", "'": "['\u2018\u2019]", "\u201c": "[\"\u201c\u201d]",
@@ -152,13 +152,13 @@ def _episode_view(run: RunData, anchor: str, e: Mapping[str, Any]) -> dict[str, 
     turns = [_turn_view(ev, nodes, reviews) for ev in trace.of("turn")]
     previous = 0
     for t in turns:
-        t["advanced"] = isinstance(t["node"], int) and t["node"] > previous
-        previous = t["node"] if isinstance(t["node"], int) else previous
+        t["advanced"] = t["node"] is not None and t["node"] > previous
+        previous = t["node"] if t["node"] is not None else previous
     return {
         "anchor": anchor, "spec_id": str(e["spec_id"]), "repeat": repeat, "title": outline["title"] if outline else None,
         "termination": str(e["termination"]), "kind": _kind(str(e["termination"])), "turns_done": e["turns"],
-        "progress": e.get("progress"), "satisfied": e.get("satisfied"), "nodes_reached": e.get("nodes_reached"),
-        "nodes": nodes, "tokens": e.get("tokens"), "cost_usd": e.get("cost_usd"),
+        "progress": e.get("progress"), "satisfied": e.get("satisfied"), "nodes_reached": _number(e.get("nodes_reached")),
+        "nodes": nodes, "tokens": _number(e.get("tokens")), "cost_usd": _number(e.get("cost_usd")),
         "failure": failure, "failure_refs": _failure_refs(failure, trace, commitment_info),
         "failure_reviews": [r for r in reviews if failure and r["turn"] == failure["turn"]
                             and r["type"] == failure["type"]],
@@ -166,7 +166,7 @@ def _episode_view(run: RunData, anchor: str, e: Mapping[str, Any]) -> dict[str, 
         "trace_path": str(trace.path) if trace.path else e.get("trace"), "trace_problem": trace.problem,
         "bad_lines": trace.bad_lines, "turn_views": turns,
         "lanes": _lanes(turns, e, commitment_info),
-        "end_seen": bool(trace.of("end")), "open": False,
+        "open": False,
     }
 
 
@@ -222,47 +222,60 @@ def _trace_error(trace: Trace) -> dict[str, Any] | None:
 
 
 def _turn_view(ev: Mapping[str, Any], nodes: int | None, reviews: list[dict[str, Any]]) -> dict[str, Any]:
-    verdicts = ev.get("verdicts") or {}
+    # Traces are files: a hand-edited or foreign one may hold anything, and one odd event must cost
+    # its own details, not the whole report. Hence _map/_list around every level read.
+    verdicts = _map(ev.get("verdicts"))
     response = str(ev.get("response") or "")
-    flagged = list((verdicts.get("conflict_check") or {}).get("conflicts") or [])
-    confirmations = list(verdicts.get("conflict_confirmation") or [])
-    confirmed_quotes = {(c.get("type"), c.get("quote")) for c in ev.get("confirmed") or []}
+    flagged = [c for c in _list(_map(verdicts.get("conflict_check")).get("conflicts")) if isinstance(c, Mapping)]
+    confirmations = _list(verdicts.get("conflict_confirmation"))
+    confirmed_quotes = {(c.get("type"), c.get("quote")) for c in _list(ev.get("confirmed")) if isinstance(c, Mapping)}
     conflicts = []
     spans: list[tuple[str, str]] = []
     for i, c in enumerate(flagged):
-        conf = confirmations[i] if i < len(confirmations) else None
-        is_confirmed = bool(conf.get("confirmed")) if isinstance(conf, dict) else (
-            (c.get("type"), c.get("quote")) in confirmed_quotes)
-        cls = "confirmed" if is_confirmed else "rejected"
+        conf = confirmations[i] if i < len(confirmations) and isinstance(confirmations[i], Mapping) else None
+        is_confirmed = bool(conf.get("confirmed")) if conf else (c.get("type"), c.get("quote")) in confirmed_quotes
         quote = str(c.get("quote") or "")
-        spans.append((quote, cls))
+        spans.append((quote, "confirmed" if is_confirmed else "rejected"))
         conflicts.append({
-            "type": str(c.get("type")), "ids": [*map(str, c.get("fact_ids") or []), *map(str, c.get("commitment_ids") or [])],
+            "type": str(c.get("type")),
+            "ids": [str(x) for x in [*_list(c.get("fact_ids")), *_list(c.get("commitment_ids"))]],
             "quote": quote, "found": bool(find_quote(quote, response)), "explanation": c.get("explanation"),
-            "confirmed": is_confirmed, "confirmation": conf.get("explanation") if isinstance(conf, dict) else None,
+            "confirmed": is_confirmed, "confirmation": conf.get("explanation") if conf else None,
             # ``reviews`` are this episode's already: keep the labels of this turn and conflict type.
-            "reviews": [r for r in reviews if r.get("turn") == ev.get("turn") and r.get("type") == c.get("type")],
+            "reviews": [r for r in reviews if r["turn"] == ev.get("turn") and r["type"] == c.get("type")],
         })
-    facts = verdicts.get("fact_update") or {}
-    for item in [*(facts.get("added") or []), *(facts.get("negated") or [])]:
-        if isinstance(item, dict) and item.get("quote"):
-            spans.append((str(item["quote"]), "fact"))
-    trajectory = _pick(verdicts.get("trajectory_update"), TRAJECTORY_KEYS)
-    satisfied = (verdicts.get("commitment_check") or {}).get("satisfied") or []
+    ledger = [_pick(c, LEDGER_KEYS) for c in _list(ev.get("ledger_changes")) if isinstance(c, Mapping)]
+    # The quotes of ledger changes, not of the fact-update verdict: after a confirmed conflict the
+    # update is not committed, and marking it would suggest the ledger moved.
+    spans += [(str(c["quote"]), "fact") for c in ledger if c and c["quote"]]
+    satisfied = _list(_map(verdicts.get("commitment_check")).get("satisfied"))
     node = ev.get("node_index")
     return {
         "turn": ev.get("turn"), "player_input": ev.get("player_input"), "response": response,
-        "narration": highlight(response, spans), "conflicts": conflicts,
-        "ledger": [_pick(c, LEDGER_KEYS) for c in ev.get("ledger_changes") or [] if isinstance(c, dict)],
-        "node": node, "nodes": nodes, "trajectory": trajectory,
-        "satisfied": [_pick(s, SATISFIED_KEYS) for s in satisfied if isinstance(s, dict)],
-        "commitments": dict(ev.get("commitments") or {}),
+        "narration": highlight(response, spans), "conflicts": conflicts, "ledger": ledger,
+        "node": node if isinstance(node, int) and not isinstance(node, bool) else None, "nodes": nodes,
+        "trajectory": _pick(verdicts.get("trajectory_update"), TRAJECTORY_KEYS),
+        "satisfied": [_pick(x, SATISFIED_KEYS) for x in satisfied if isinstance(x, Mapping)],
+        "commitments": dict(_map(ev.get("commitments"))),
     }
+
+
+def _number(value: Any) -> int | float | None:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
 
 
 def _lanes(turns: list[dict[str, Any]], e: Mapping[str, Any], info: Mapping[str, Any]) -> dict[str, Any]:
     """One row per commitment, one cell per audited turn, from each turn's recorded states."""
-    ids: list[str] = list(e.get("commitments") or {})
+    final = _map(e.get("commitments"))
+    ids: list[str] = [str(c) for c in final]
     for t in turns:
         ids += [c for c in t["commitments"] if c not in ids]
     rows = []
@@ -270,11 +283,11 @@ def _lanes(turns: list[dict[str, Any]], e: Mapping[str, Any], info: Mapping[str,
         meta = info.get(cid) or {}
         rows.append({"id": cid, "kind": meta.get("kind"), "text": meta.get("text"),
                      "cells": [_cell(t["turn"], t["commitments"].get(cid, "PENDING")) for t in turns],
-                     "final": str((e.get("commitments") or {}).get(cid, ""))})
+                     "final": str(final.get(cid, ""))})
     nodes = []
     previous = 0
     for t in turns:
-        node = t["node"] if isinstance(t["node"], int) else previous
+        node = t["node"] if t["node"] is not None else previous
         nodes.append({"turn": t["turn"], "node": node, "advanced": node > previous})
         previous = node
     return {"turns": [t["turn"] for t in turns], "rows": rows, "nodes": nodes}

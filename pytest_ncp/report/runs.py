@@ -15,7 +15,7 @@ from typing import Any, Iterable, Sequence
 RESULTS_VERSION = 1
 REVIEWS_VERSION = 1
 REVIEW_LABELS = ("agree", "dispute", "skip")
-_EPISODE_KEYS = ("spec_id", "termination", "turns")
+_EPISODE_KEYS = ("spec_id", "termination", "turns", "progress", "satisfied")
 _LABEL_KEYS = ("spec_id", "turn", "type", "label")
 
 
@@ -85,8 +85,19 @@ def load_results(path: str | Path) -> dict[str, Any]:
         missing = [k for k in _EPISODE_KEYS if k not in e]
         if missing:
             raise ReportError(f"{p}: episodes[{i}]: missing {', '.join(map(repr, missing))}; {hint}")
-        if not isinstance(e["turns"], int) or isinstance(e["turns"], bool):
-            raise ReportError(f"{p}: episodes[{i}].turns: expected a whole number, got {e['turns']!r}")
+        for key in ("turns", "repeat"):
+            if key in e and (not isinstance(e[key], int) or isinstance(e[key], bool) or e[key] < 0):
+                raise ReportError(f"{p}: episodes[{i}].{key}: expected a whole number >= 0, got {e[key]!r}")
+        for key in ("progress", "satisfied", "tokens", "cost_usd"):
+            if e.get(key) is not None and (not isinstance(e[key], (int, float)) or isinstance(e[key], bool)):
+                raise ReportError(f"{p}: episodes[{i}].{key}: expected a number, got {e[key]!r}")
+        failure = e.get("failure")
+        if failure is not None and not (isinstance(failure, dict) and isinstance(failure.get("turn", 0), int)):
+            raise ReportError(f"{p}: episodes[{i}].failure: expected null or an object with a whole-number turn")
+        if not isinstance(e["termination"], str) or not isinstance(e["spec_id"], str):
+            raise ReportError(f"{p}: episodes[{i}]: spec_id and termination must be strings")
+        if e.get("trace") is not None and not isinstance(e["trace"], str):
+            raise ReportError(f"{p}: episodes[{i}].trace: expected a path, got {e['trace']!r}")
     return data
 
 
@@ -241,27 +252,34 @@ def spec_outline(trace: Trace, results_path: Path) -> dict[str, Any] | None:
     path = resolve_path(trace.start.get("spec_path"), results_path)
     if path is None:
         return None
-    return _outline(str(path.resolve()))
+    try:
+        mtime = path.stat().st_mtime_ns
+    except OSError:
+        return None
+    return _outline(str(path.resolve()), mtime)
 
 
-_OUTLINES: dict[str, dict[str, Any] | None] = {}
+# One report reads the same spec for every repeat; keyed by mtime so a long-lived host (a pytest
+# session writing reports) never shows a spec as it was before an edit.
+_OUTLINES: dict[tuple[str, int], dict[str, Any] | None] = {}
 
 
-def _outline(path: str) -> dict[str, Any] | None:
-    if path not in _OUTLINES:
+def _outline(path: str, mtime: int) -> dict[str, Any] | None:
+    key = (path, mtime)
+    if key not in _OUTLINES:
         try:
             from ..spec import load_spec
 
             spec = load_spec(path)
-            _OUTLINES[path] = {
+            _OUTLINES[key] = {
                 "nodes": len(spec.trajectory),
                 "node_descriptions": [n.description for n in spec.trajectory],
                 "commitments": {c.id: {"kind": c.kind, "text": c.text} for c in spec.commitments},
                 "title": spec.title,
             }
         except Exception:  # noqa: BLE001 - any unreadable spec just means the report shows ids only
-            _OUTLINES[path] = None
-    return _OUTLINES[path]
+            _OUTLINES[key] = None
+    return _OUTLINES[key]
 
 
 def iter_labels(reviews: Iterable[dict[str, Any]], spec_id: str, repeat: int, turn: int | None = None,

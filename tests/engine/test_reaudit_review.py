@@ -240,3 +240,13 @@ def test_review_of_a_broken_reviews_file_names_it(conflict_run, capsys):
     (conflict_run / "reviews.json").write_text('{"version": 1, "labels": [')
     assert main(["review", str(conflict_run), "--reviewer", "ann"]) == 2
     assert "reviews.json:1: invalid JSON" in capsys.readouterr().err
+
+
+def test_reaudit_skips_episodes_that_never_started(ncp_model_server, tmp_path):
+    record_run(ncp_model_server, tmp_path / "src", max_turns=1)
+    data = results(tmp_path / "src")
+    data["episodes"].append({**data["episodes"][0], "spec_id": "nosferatu", "termination": "error", "turns": 0,
+                             "trace": None, "error": {"kind": "narrator", "message": "could not build"}})
+    (tmp_path / "src" / "results.json").write_text(json.dumps(data))
+    assert reaudit(ncp_model_server, tmp_path / "src", tmp_path / "new") == 0
+    assert [e["spec_id"] for e in results(tmp_path / "new")["episodes"]] == ["caligari"]

@@ -233,7 +233,7 @@ def test_compare_command_exit_codes(tmp_path, capsys):
 def test_compare_command_usage_errors(tmp_path, capsys):
     good = write(tmp_path, "good", run(ep("a")))
     assert main(["compare", str(good), str(tmp_path / "missing")]) == 2
-    assert "missing/results.json: no such file" in capsys.readouterr().err
+    assert "missing: no such file (expected a run directory" in capsys.readouterr().err
     (tmp_path / "torn.json").write_text('{"version": 1, "episodes": [')
     assert main(["compare", str(good), str(tmp_path / "torn.json")]) == 2
     assert "torn.json:1: invalid JSON" in capsys.readouterr().err
@@ -289,7 +289,7 @@ def documented_commands():
     return commands
 
 
-def test_every_documented_command_parses(monkeypatch):
+def test_every_documented_command_parses():
     from pytest_ncp import cli
 
     commands = documented_commands()

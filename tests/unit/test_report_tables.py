@@ -136,6 +136,9 @@ def test_bad_results_files_give_file_line_and_fix(tmp_path):
     other.write_text(json.dumps({"version": 1, "episodes": [{"spec_id": "a", "turns": 3}]}))
     with pytest.raises(ReportError, match=r"episodes\[0\]: missing 'termination'"):
         load_results(other)
+    other.write_text(json.dumps({"version": 1, "episodes": [{**ep("a"), "progress": "half"}]}))
+    with pytest.raises(ReportError, match=r"episodes\[0\]\.progress: expected a number, got 'half'"):
+        load_results(other)
     other.write_text(json.dumps({"version": 7, "episodes": []}))
     with pytest.raises(ReportError, match="results version 7 is not supported"):
         load_results(other)
