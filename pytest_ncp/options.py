@@ -36,7 +36,9 @@ OPTIONS: dict[str, tuple[str, Any, type]] = {
     "concurrency": ("episodes and model calls in flight (default: 16)", 16, int),
     "min-survival": ("session gate RATE[@TURN] (TURN defaults to 20): conflicts become xfail and the session "
                      "fails only when survival@TURN < RATE", None, str),
-    "report": ("write DIR/results.json and DIR/traces/", None, str),
+    "report": ("write DIR/results.json, DIR/report.html and DIR/traces/", None, str),
+    "baseline": ("compare with an earlier results.json: the session fails only when survival@TURN is "
+                 "significantly lower (exact McNemar over specs, alpha 0.05)", None, str),
     "resume": ("with --ncp-report=DIR: keep episodes already finished there instead of running them again",
                False, bool),
     "record-mode": ("record/replay model calls to cassettes: none (replay only) | once | new_episodes | all "
@@ -80,6 +82,7 @@ class Settings:
     report: Path | None = None
     demo: bool = False
     resume: bool = False
+    baseline: Path | None = None
     sources: dict[str, str] = field(default_factory=dict)  # where each value came from, for messages
 
     @property
@@ -162,6 +165,11 @@ def resolve(config: pytest.Config) -> Settings:
     resume = bool(values["resume"])
     if resume and report is None:
         problems.append(f"{cli_flag('resume')} needs {cli_flag('report')}=DIR (the run to continue)")
+    baseline = Path(values["baseline"]) if values["baseline"] else None
+    if baseline is not None and not baseline.is_file():
+        problems.append(f"{sources['baseline']}: no such results file: {baseline} (a results.json from --ncp-report "
+                        "or ncp run --out)")
     if problems:
         raise pytest.UsageError("pytest-ncp: " + "\n  ".join(["invalid options:", *problems]))
-    return Settings(run=run, specs=specs, gate=gate, report=report, demo=demo, resume=resume, sources=sources)
+    return Settings(run=run, specs=specs, gate=gate, report=report, demo=demo, resume=resume, baseline=baseline,
+                    sources=sources)

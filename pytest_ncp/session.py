@@ -16,6 +16,7 @@ from .options import PROPERTY_PREFIX, Settings
 
 if TYPE_CHECKING:
     from .episode import EpisodeResult
+    from .compare import Comparison
     from .metrics import GateVerdict
     from .runner import BackgroundRunner
     from .spec import NarrativeSpec
@@ -28,6 +29,8 @@ class NcpSession:
         self.trace_root = settings.report or trace_root
         self.episodes: dict[str, dict[str, Any]] = {}  # nodeid -> episode record (from reports)
         self.gate_verdict: GateVerdict | None = None
+        self.comparison: Comparison | None = None
+        self.comparison_error: str | None = None
         self._ids: dict[str, str] = {}
         self._background: BackgroundRunner | None = None
         self._server: Any = None
@@ -92,12 +95,35 @@ class NcpSession:
         return write_results(self.settings.report, self.settings.run.to_dict(), self.episode_records(),
                              survival_turn=self.settings.run.survival_turn)
 
-    def finish(self) -> GateVerdict | None:
-        if self.settings.gate is not None and not self.is_worker:
+    def finish(self) -> bool:
+        """Gate, baseline comparison and report files, on the controller. False when the session must fail."""
+        if self.is_worker:
+            return True
+        if self.settings.gate is not None:
             self.gate_verdict = self.settings.gate.check(self.episode_records())
-        if self.settings.report and not self.is_worker and self.episodes:
-            self.write_results()
-        return self.gate_verdict
+        if self.settings.baseline is not None and self.episodes:
+            self._compare(self.settings.baseline)
+        if self.settings.report and self.episodes:
+            from .report.html import write_html
+
+            write_html([self.write_results()], self.settings.report / "report.html")
+        passed = self.gate_verdict is None or self.gate_verdict.passed
+        return passed and self.comparison_error is None and not (self.comparison and self.comparison.regression)
+
+    def _compare(self, baseline: Path) -> None:
+        from .compare import compare_runs
+        from .runner import build_results
+        from .spec import load_specs
+
+        try:
+            base = json.loads(baseline.read_text(encoding="utf-8"))
+            specs, _ = load_specs(self.settings.specs)
+            kinds = {s.id: {c.id: c.kind for c in s.commitments} for s in specs}
+            new = build_results(self.settings.run.to_dict(), self.episode_records(),
+                                survival_turn=self.settings.run.survival_turn)
+            self.comparison = compare_runs(base, new, turn=self.settings.run.survival_turn, kinds=kinds)
+        except (OSError, ValueError, KeyError) as exc:
+            self.comparison_error = f"ncp baseline {baseline}: cannot compare: {exc}"
 
     def summary_lines(self) -> list[str]:
         from .metrics import compute_metrics
@@ -113,8 +139,13 @@ class NcpSession:
         lines = metrics_table(metrics, title).splitlines()
         if self.gate_verdict is not None:
             lines += ["", self.gate_verdict.line()]
+        if self.comparison is not None:
+            lines += ["", f"ncp baseline {self.settings.baseline}:", *self.comparison.lines()]
+        if self.comparison_error is not None:
+            lines += ["", self.comparison_error]
         if self.settings.report:
-            lines.append(f"results: {self.settings.report / 'results.json'}")
+            lines.append(f"results: {self.settings.report / 'results.json'}, report: "
+                         f"{self.settings.report / 'report.html'}")
         return lines
 
     def close(self) -> None:
