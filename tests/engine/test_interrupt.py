@@ -1,0 +1,55 @@
+"""Ctrl-C on `ncp run` keeps every finished episode, says how to resume, and --resume finishes the rest."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from tests.conftest import ROOT, SPECS
+
+
+def twin_specs(tmp_path, n):
+    text = (SPECS / "caligari.yaml").read_text()
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    for i in range(n):
+        (folder / f"s{i}.yaml").write_text(text.replace("id: caligari\n", f"id: s{i}\n", 1))
+    return folder
+
+
+def test_sigint_then_resume(ncp_model_server, tmp_path):
+    ncp_model_server.latency = 0.05
+    (tmp_path / "agent.py").write_text("class Narrator:\n    def respond(self, i, c):\n        return 'Night.'\n")
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "pytest_ncp.cli", "run", "--narrator", "agent:Narrator",
+               "--specs", str(twin_specs(tmp_path, 6)), "--api-base", ncp_model_server.base_url,
+               "--max-turns", "6", "--concurrency", "1", "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    results = out / "results.json"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if results.exists() and len(json.loads(results.read_text())["episodes"]) >= 2:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "continue with the same command plus --resume" in stderr
+    finished = {e["spec_id"] for e in json.loads(results.read_text())["episodes"]}
+    assert 2 <= len(finished) < 6
+    # The episode cut off mid-run left a trace with no end; nothing finished was lost.
+    for spec_id in finished:
+        assert '"event": "end"' in (out / "traces" / f"{spec_id}--r0.jsonl").read_text()
+
+    ncp_model_server.reset()
+    done = subprocess.run(command + ["--resume"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"resuming: {len(finished)} finished episode(s)" in done.stdout
+    rerun = {line.split("[")[0] for line in done.stdout.splitlines() if "[r0]:" in line}
+    assert rerun == {f"s{i}" for i in range(6)} - finished
+    assert json.loads(results.read_text())["metrics"]["episodes"] == 6
