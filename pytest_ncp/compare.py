@@ -24,7 +24,9 @@ import random
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from .config import episode_name
 from .metrics import CONFLICT_KINDS, compute_metrics, conflict_turn, is_conflict, is_error, pearson
+from .traces import check_results
 
 Key = tuple[str, int]
 Episode = Mapping[str, Any]
@@ -91,7 +93,7 @@ class NewFailure:
     turn: int
 
     def __str__(self) -> str:
-        return f"{self.spec_id}[r{self.repeat}]: {self.termination} at turn {self.turn}"
+        return f"{episode_name(self.spec_id, self.repeat)}: {self.termination} at turn {self.turn}"
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ class CommitmentRegression:
 
     def __str__(self) -> str:
         kind = f" ({self.kind})" if self.kind else ""
-        return f"{self.spec_id}[r{self.repeat}] {self.commitment_id}{kind}: {self.base} -> {self.new}"
+        return f"{episode_name(self.spec_id, self.repeat)} {self.commitment_id}{kind}: {self.base} -> {self.new}"
 
 
 @dataclass(frozen=True)
@@ -178,11 +180,11 @@ class Comparison:
         out += _listing(f"newly failing commitments (violated, or an achievement no longer satisfied{kinds})",
                         [str(x) for x in self.newly_failing_commitments])
         if self.errored:
-            out += _listing("left out: pair(s) with an errored episode", [_name(k) for k in self.errored])
+            out += _listing("left out: pair(s) with an errored episode", [episode_name(*k) for k in self.errored])
         if self.only_in_base:
-            out += _listing("unpaired: only in base", [_name(k) for k in self.only_in_base])
+            out += _listing("unpaired: only in base", [episode_name(*k) for k in self.only_in_base])
         if self.only_in_new:
-            out += _listing("unpaired: only in new", [_name(k) for k in self.only_in_new])
+            out += _listing("unpaired: only in new", [episode_name(*k) for k in self.only_in_new])
         out += [f"  note: {n}" for n in self.notes]
         return out
 
@@ -258,14 +260,12 @@ def _commitment_regressions(key: Key, e0: Episode, e1: Episode,
 
 
 def _by_key(run: Mapping[str, Any], name: str) -> dict[Key, Episode]:
-    from .traces import check_run
-
-    check_run(run, name)
+    check_results(run, name)
     out: dict[Key, Episode] = {}
     for e in run["episodes"]:
         key = (str(e["spec_id"]), int(e["repeat"]))
         if key in out:
-            raise ValueError(f"{name}: episode {_name(key)} appears twice; a results file holds each "
+            raise ValueError(f"{name}: episode {episode_name(*key)} appears twice; a results file holds each "
                              "(spec_id, repeat) once")
         out[key] = e
     return out
@@ -289,10 +289,6 @@ def _listing(title: str, items: list[str]) -> list[str]:
     if not items:
         return []
     return [f"  {title}: {len(items)}", *(f"    {x}" for x in items)]
-
-
-def _name(key: Key) -> str:
-    return f"{key[0]}[r{key[1]}]"
 
 
 def _points(x: float) -> str:

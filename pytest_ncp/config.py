@@ -60,4 +60,10 @@ class RunConfig:
 
 
 def episode_key(spec_id: str, repeat: int) -> str:
+    """An episode in file names and dict keys: ``caligari--r0`` (traces/caligari--r0.jsonl)."""
     return f"{spec_id}--r{repeat}"
+
+
+def episode_name(spec_id: str, repeat: int) -> str:
+    """An episode as people read it in command output and messages: ``caligari[r0]``."""
+    return f"{spec_id}[r{repeat}]"

@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import IO, Any, Sequence
 
 from .auditor import Auditor, AuditorError, CommitmentState, TurnAudit, TurnContext
+from .config import episode_key, episode_name
 from .ledger import FactLedger
 from .llm import Completion, ModelClient, ModelError, Usage, current_episode, current_usage, scrub
 from .narrators import Narrator, NarratorContext, accepts_argument, call_maybe_async
 from .players import Player, PlayerView
 from .prompts import PROMPT_VERSION
 from .spec import NarrativeSpec
+from .traces import read_trace
 
 
 class Termination(str, enum.Enum):
@@ -138,17 +140,15 @@ class EpisodeResult:
         """Rebuild a finished episode from its trace; None when the trace has no end (interrupted)."""
         from .auditor import CommitmentCheck, Confirmation, Conflict, FactUpdate, TrajectoryUpdate
 
-        records = read_trace(path)
-        end = next((r for r in records if r.get("event") == "end"), None)
+        trace = read_trace(path)
+        end = trace.end
         if end is None:
             return None
         ledger = FactLedger.from_initial((f.id, f.text) for f in spec.initial_facts)
         result = cls(spec=spec, repeat=int(end["repeat"]), termination=Termination(end["termination"]),
                      turns=int(end["turns"]), node_index=int(end.get("nodes_reached", 0)),
                      commitment_states=dict(end.get("commitments") or {}), ledger=ledger, trace=str(path))
-        for r in records:
-            if r.get("event") != "turn":
-                continue
+        for r in trace.of("turn"):
             v = r["verdicts"]
             result.transcript.append(Turn(r["turn"], r.get("player_input"), r["response"]))
             result.audits.append(TurnAudit(
@@ -173,19 +173,6 @@ class EpisodeResult:
 
 
 # --- traces ----------------------------------------------------------------------------------------
-
-
-def read_trace(path: str | Path) -> list[dict[str, Any]]:
-    """The records of a JSON-lines trace; a torn last line (a killed writer) is ignored."""
-    records = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                break
-    return records
-
 
 
 class TraceWriter:
@@ -231,7 +218,7 @@ class Episode:
     async def run(self) -> EpisodeResult:
         usage = Usage()
         token = current_usage.set(usage)
-        episode_token = current_episode.set(f"{self.spec.id}--r{self.repeat}")
+        episode_token = current_episode.set(episode_key(self.spec.id, self.repeat))
         trace = TraceWriter(self.trace_path) if self.trace_path else None
         result = EpisodeResult(
             spec=self.spec, repeat=self.repeat, termination=Termination.ERROR, turns=0, node_index=0,
@@ -416,5 +403,5 @@ def episode_line(r: EpisodeResult) -> str:
         what += f" at turn {r.failure.turn}" + (f" ({ids})" if ids else "")
     elif r.error:
         what += f" ({r.error.kind}: {r.error.message.splitlines()[0][:100]})"
-    return (f"{r.spec.id}[r{r.repeat}]: {what}; turns={r.turns} progress={r.progress:.0%} "
+    return (f"{episode_name(r.spec.id, r.repeat)}: {what}; turns={r.turns} progress={r.progress:.0%} "
             f"satisfied={r.satisfied:.0%} tokens={r.usage.tokens}")

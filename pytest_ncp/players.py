@@ -6,7 +6,6 @@ the commitments or the trajectory: ``PlayerView`` carries nothing else.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Awaitable, Protocol, Sequence
@@ -54,13 +53,9 @@ class ReplayPlayer(ScriptedPlayer):
 
     @classmethod
     def from_trace(cls, path: str | Path) -> ReplayPlayer:
-        inputs: list[str] = []
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                record = json.loads(line)
-                if record.get("event") == "turn" and record.get("turn", 0) >= 1:
-                    inputs.append(record["player_input"])
-        return cls(inputs)
+        from .traces import read_trace
+
+        return cls([e["player_input"] for e in read_trace(path, strict=True).of("turn") if e.get("turn", 0) >= 1])
 
 
 class SimulatedPlayer:

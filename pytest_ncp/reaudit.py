@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from .config import RunConfig, episode_key
+from .config import RunConfig, episode_key, episode_name
 from .players import PlayerView, ReplayPlayer
-from .traces import RunFileError, episode_name, find_spec_file, load_run, read_events, resolve_trace
+from .traces import RunFileError, find_spec_file, load_results, read_trace, resolve_trace, results_path
 
 if TYPE_CHECKING:
     from .episode import EpisodeResult
@@ -59,7 +59,7 @@ def read_recorded(path: str | Path) -> RecordedEpisode:
     opening: str | None = None
     exchanges: list[tuple[str, str]] = []
     termination: str | None = None
-    for event in read_events(path):
+    for event in read_trace(path, strict=True).events:
         kind = event["event"]
         if kind == "start":
             start = event
@@ -96,9 +96,9 @@ def find_traces(source: str | Path) -> tuple[list[Path], dict[str, Any] | None]:
     src = Path(source)
     if src.is_file() and src.suffix == ".jsonl":
         return [src], None
-    results = src / "results.json" if src.is_dir() else src
+    results = results_path(src)
     if results.is_file():
-        run = load_run(results)
+        run = load_results(results)
         paths, missing = [], []
         for e in run["episodes"]:
             if not e.get("trace") and e["termination"] == "error":

@@ -29,11 +29,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Callable, Mapping, Sequence
 
-from .traces import episode_name, find_spec_file, load_run, read_events, resolve_trace, RunFileError
+from .config import episode_name
+from .metrics import CONFLICT_KINDS, wilson
+from .traces import RunFileError, episode_trace, load_recorded_spec, load_results
 
 REVIEWS_FILE = "reviews.json"
 REVIEWS_VERSION = 1
-LABELS = ("agree", "dispute")
+# The walk writes agree or dispute; skip is accepted from other tools and counted, but not rated.
+LABELS = ("agree", "dispute", "skip")
+_LABEL_KEYS = ("spec_id", "turn", "type", "label")
 _KIND = {"fact": "fact conflict", "commitment": "commitment conflict", "player_input": "player-input conflict"}
 
 
@@ -78,28 +82,48 @@ def conflicts_of(results: Mapping[str, Any]) -> list[ConflictItem]:
 
 
 def label_key(label: Mapping[str, Any]) -> tuple[str, int, int, str]:
-    return (str(label["spec_id"]), int(label["repeat"]), int(label["turn"]), str(label["type"]))
+    return (str(label["spec_id"]), int(label.get("repeat", 0)), int(label["turn"]), str(label["type"]))
 
 
 def load_reviews(run_dir: str | Path) -> dict[str, Any]:
-    """``RUN_DIR/reviews.json``, or an empty document when there is none yet."""
+    """``RUN_DIR/reviews.json``, checked, or an empty document when there is none yet.
+
+    The labels keep one per (conflict, reviewer): a reviewer who labelled the same conflict twice
+    changed their mind, so the later label wins (``put_label`` keeps it that way when writing).
+    """
     path = Path(run_dir) / REVIEWS_FILE
     if not path.exists():
         return {"version": REVIEWS_VERSION, "labels": []}
+    fix = "fix the entry or re-create the file with `ncp review`"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise RunFileError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}; fix or move the file aside "
+        raise RunFileError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); fix or move the file aside "
                            "(labels are written atomically, so this file was edited by hand)") from None
-    if not isinstance(data, dict) or data.get("version") != REVIEWS_VERSION or not isinstance(data.get("labels"), list):
-        raise RunFileError(f"{path}: expected {{\"version\": {REVIEWS_VERSION}, \"labels\": [...]}}")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunFileError(f"{path}: cannot read it ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("labels"), list):
+        raise RunFileError(f'{path}: expected {{"version": {REVIEWS_VERSION}, "labels": [...]}}; {fix}')
+    if data.get("version", REVIEWS_VERSION) != REVIEWS_VERSION:
+        raise RunFileError(f"{path}: reviews version {data.get('version')!r} is not supported (expected "
+                           f"{REVIEWS_VERSION})")
+    latest: dict[tuple[Any, ...], dict[str, Any]] = {}
     for i, label in enumerate(data["labels"]):
-        missing = [k for k in ("spec_id", "repeat", "turn", "type", "label", "reviewer") if k not in label]
+        if not isinstance(label, dict):
+            raise RunFileError(f"{path}: labels[{i}] is not an object; {fix}")
+        missing = [k for k in _LABEL_KEYS if k not in label]
         if missing:
-            raise RunFileError(f"{path}: labels[{i}] lacks {', '.join(missing)}")
+            raise RunFileError(f"{path}: labels[{i}]: missing {', '.join(map(repr, missing))}; {fix}")
+        for key, kind in {"spec_id": str, "turn": int, "type": str, "repeat": int}.items():
+            if key in label and (not isinstance(label[key], kind) or isinstance(label[key], bool)):
+                raise RunFileError(f"{path}: labels[{i}].{key}: expected {kind.__name__}, got {label[key]!r}; {fix}")
         if label["label"] not in LABELS:
-            raise RunFileError(f"{path}: labels[{i}].label is {label['label']!r}; expected agree or dispute")
-    return data
+            raise RunFileError(f"{path}: labels[{i}].label: got {label['label']!r}, expected one of "
+                               f"{', '.join(LABELS)}; {fix}")
+        key = (*label_key(label), label.get("reviewer"))
+        latest.pop(key, None)  # re-insert so the labels keep the order of the latest ones
+        latest[key] = label
+    return {**data, "labels": list(latest.values())}
 
 
 def save_reviews(run_dir: str | Path, data: Mapping[str, Any]) -> Path:
@@ -121,37 +145,41 @@ def save_reviews(run_dir: str | Path, data: Mapping[str, Any]) -> Path:
 
 def put_label(data: dict[str, Any], label: dict[str, Any]) -> None:
     """Add ``label``, replacing the same reviewer's earlier label of the same conflict."""
-    key, who = label_key(label), label["reviewer"]
-    data["labels"] = [x for x in data["labels"] if not (label_key(x) == key and x["reviewer"] == who)]
+    key, who = label_key(label), label.get("reviewer")
+    data["labels"] = [x for x in data["labels"] if not (label_key(x) == key and x.get("reviewer") == who)]
     data["labels"].append(label)
 
 
 def dispute_rates(labels: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Share of labels that dispute the auditor, overall and per conflict type.
+    """Per conflict type (and ``all``): disputed / (agreed + disputed), with a 95% Wilson interval.
 
-    Each (conflict, reviewer) label counts once, so with one reviewer this is the share of reviewed
-    confirmed conflicts that the reviewer disputed. ``rate`` is None when nothing is labelled.
+    ``labels`` hold one label per (conflict, reviewer), as :func:`load_reviews` gives them, so with
+    one reviewer this is the share of reviewed confirmed conflicts that the reviewer disputed.
+    Skipped labels are counted but left out of the rate (the reviewer could not tell); ``value`` is
+    None when nothing is rated.
     """
-    def summary(chosen: list[Mapping[str, Any]]) -> dict[str, Any]:
-        disputed = sum(x["label"] == "dispute" for x in chosen)
-        return {"labelled": len(chosen), "disputed": disputed,
-                "rate": disputed / len(chosen) if chosen else None}
-
-    latest: dict[tuple, Mapping[str, Any]] = {}
-    for x in labels:
-        latest[(*label_key(x), x.get("reviewer"))] = x
-    chosen = list(latest.values())
-    types = sorted({str(x["type"]) for x in chosen})
-    return {**summary(chosen), "by_type": {t: summary([x for x in chosen if x["type"] == t]) for t in types}}
+    out: dict[str, Any] = {"labels": len(labels)}
+    kinds = [*CONFLICT_KINDS, *sorted({str(x["type"]) for x in labels} - set(CONFLICT_KINDS))]
+    for kind in [*kinds, "all"]:
+        mine = [x for x in labels if kind == "all" or x["type"] == kind]
+        agree = sum(x["label"] == "agree" for x in mine)
+        dispute = sum(x["label"] == "dispute" for x in mine)
+        rated = agree + dispute
+        out[kind] = {"agree": agree, "dispute": dispute, "skip": len(mine) - rated,
+                     "value": round(dispute / rated, 6) if rated else None,
+                     "ci": [round(x, 6) for x in wilson(dispute, rated)] if rated else None}
+    return out
 
 
 def dispute_line(labels: Sequence[Mapping[str, Any]]) -> str:
     rates = dispute_rates(labels)
-    if not rates["labelled"]:
+    rated = {k: v for k, v in rates.items() if k != "labels" and v["agree"] + v["dispute"]}
+    overall = rated.pop("all", None)
+    if overall is None:
         return "human review: no conflict labelled yet"
-    parts = [f"{t} {s['disputed']}/{s['labelled']}" for t, s in rates["by_type"].items()]
-    return (f"human review: {rates['disputed']} of {rates['labelled']} labelled conflict(s) disputed "
-            f"({rates['rate']:.0%}); by type: {', '.join(parts)}")
+    parts = [f"{t} {s['dispute']}/{s['agree'] + s['dispute']}" for t, s in rated.items()]
+    return (f"human review: {overall['dispute']} of {overall['agree'] + overall['dispute']} labelled "
+            f"conflict(s) disputed ({overall['value']:.0%}); by type: {', '.join(parts)}")
 
 
 # --- showing a conflict -----------------------------------------------------------------------------
@@ -214,43 +242,31 @@ class _EpisodeRecord:
 
 def _load_record(item: ConflictItem, run_dir: Path, spec_cache: dict[str, Any]) -> _EpisodeRecord:
     record = _EpisodeRecord()
-    path = resolve_trace(item.trace, run_dir)
-    if path is None:
-        record.problem = f"trace not found ({item.trace or 'none recorded'}): showing results.json only"
+    trace = episode_trace(item.trace, run_dir)
+    if trace.path is None:
+        record.problem = f"{trace.problem}: showing results.json only"
         return record
-    spec_path = None
+    if trace.problem or trace.bad_lines:
+        record.problem = trace.problem or f"{trace.bad_lines} unreadable trace line(s) skipped"
     try:
-        for event in read_events(path):
+        for event in trace.events:
             kind = event["event"]
             if kind == "start":
-                spec_path = event.get("spec_path")
                 record.facts.update({f["id"]: f["text"] for f in event.get("ledger") or ()})
             elif kind == "turn":
                 record.turns[int(event["turn"])] = (event.get("player_input"), event.get("response") or "")
                 for change in event.get("ledger_changes") or ():
                     if change.get("op") == "add":
                         record.facts[change["fact_id"]] = change["text"]
-    except (OSError, RunFileError, KeyError, TypeError, ValueError) as exc:
-        record.problem = f"cannot read trace {path}: {exc}"
+    except (KeyError, TypeError, ValueError) as exc:
+        record.problem = f"cannot read trace {trace.path}: {exc}"
     if item.spec_id not in spec_cache:
-        spec_cache[item.spec_id] = _load_spec(spec_path, run_dir)
+        spec_cache[item.spec_id] = load_recorded_spec(trace.start.get("spec_path"), run_dir)
     spec = spec_cache[item.spec_id]
     if spec is not None:
         record.spec_title, record.spec_location = spec.title, spec.path
         record.commitments = {c.id: (c.kind, c.text) for c in spec.commitments}
     return record
-
-
-def _load_spec(spec_path: str | None, run_dir: Path) -> Any:
-    found = find_spec_file(spec_path, run_dir)
-    if found is None:
-        return None
-    from .spec import SpecError, load_spec
-
-    try:
-        return load_spec(found)
-    except SpecError:
-        return None  # the walk still works from the trace; the spec only adds titles and texts
 
 
 def _block(label: str, text: str | None, width: int = 100) -> list[str]:
@@ -332,13 +348,13 @@ def walk(run_dir: str | Path, *, reviewer: str, relabel: bool = False, stdin: IO
         color = bool(getattr(stdout, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ
     now = now or (lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     run_dir = Path(run_dir)
-    results = load_run(run_dir)
+    results = load_results(run_dir)
     reviews = load_reviews(run_dir)
     items = conflicts_of(results)
     summary = ReviewSummary(total=len(items), path=run_dir / REVIEWS_FILE)
 
     def mine() -> dict[tuple, str]:
-        return {label_key(x): x["label"] for x in reviews["labels"] if x["reviewer"] == reviewer}
+        return {label_key(x): x["label"] for x in reviews["labels"] if x.get("reviewer") == reviewer}
 
     def say(text: str = "", end: str = "\n") -> None:
         stdout.write(text + end)

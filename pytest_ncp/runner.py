@@ -93,12 +93,12 @@ class Runner:
         Errored episodes are not finished: they ended for infrastructure reasons and run again.
         Returns how many episodes will be skipped.
         """
-        from .episode import read_trace
+        from .traces import read_trace
 
         assert self.out_dir is not None, "resuming needs the output directory of the earlier run"
         self._finished.clear()
         for trace in sorted((self.out_dir / "traces").glob("*.jsonl")):
-            end = next((r for r in read_trace(trace) if r.get("event") == "end"), None)
+            end = read_trace(trace).end
             if end is not None and end.get("termination") != "error":
                 key = episode_key(end["spec_id"], int(end["repeat"]))
                 self._finished[key] = trace
@@ -239,8 +239,12 @@ def build_results(config: dict[str, Any], episodes: list[dict[str, Any]], *, sur
 def write_results(out_dir: str | Path, config: dict[str, Any], episodes: list[dict[str, Any]],
                   *, survival_turn: int = 20) -> Path:
     """Write ``results.json`` atomically (temp file + rename): readers never see half a file."""
+    from .traces import trace_reference
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    # Traces inside the results folder are recorded relative to it, so the folder can move whole.
+    episodes = [{**e, "trace": trace_reference(e["trace"], out)} if e.get("trace") else e for e in episodes]
     data = build_results(config, episodes, survival_turn=survival_turn)
     fd, tmp = tempfile.mkstemp(prefix=".results.", suffix=".json", dir=out)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:

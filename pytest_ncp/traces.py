@@ -1,22 +1,33 @@
 """Reading finished runs back: ``results.json`` and the JSON-lines episode traces it points to.
 
-Used by the commands that work on recorded runs (``ncp compare``, ``agree``, ``reaudit``,
-``review``). Runs get moved and copied between machines, so every lookup tolerates a run directory
-that is no longer where it was written, and every error names the file (and line) and the fix.
+The one place that locates, loads and checks results files, finds recorded traces and spec files,
+and reads trace events; ``ncp compare``/``agree``/``reaudit``/``review``/``report``, the HTML
+report and ``Runner.resume`` all go through it. The files are inputs a person may have moved,
+truncated or edited, so every lookup tolerates a run directory that is no longer where it was
+written, and every problem is a ``RunFileError`` naming the file (and line or entry) and the fix.
 Standard library only: cheap to import.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import IO, Any, Iterable, Iterator
 
 RESULTS_FILE = "results.json"
+RESULTS_VERSION = 1
+TRACES_DIR = "traces"
+# The order matters only for the message: the keys most often missing come first.
+_EPISODE_KEYS = ("spec_id", "termination", "turns", "progress", "satisfied", "repeat")
+_HINT = "give the results.json written by `ncp run --out DIR` or `pytest --ncp-report=DIR`, or its directory"
 
 
 class RunFileError(ValueError):
-    """A results file or trace cannot be read; the message names the file and what to do."""
+    """A results, reviews or trace file cannot be used; the message names the file and what to do."""
+
+
+# --- results.json ----------------------------------------------------------------------------------
 
 
 def results_path(path: str | Path) -> Path:
@@ -25,102 +36,206 @@ def results_path(path: str | Path) -> Path:
     return p / RESULTS_FILE if p.is_dir() else p
 
 
-def load_run(path: str | Path) -> dict[str, Any]:
-    """Load and check a results file (or the ``results.json`` of a run directory).
-
-    Checks only what the commands rely on: ``version`` 1 and ``episodes`` entries carrying
-    ``spec_id``, ``repeat``, ``termination`` and ``turns``.
-    """
-    file = results_path(path)
+def load_results(path: str | Path) -> dict[str, Any]:
+    """Load and check a results file, or the ``results.json`` of a run directory (DESIGN 7.4)."""
+    p = results_path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise RunFileError(f"{file}: no such file (expected a run directory written by `ncp run --out DIR` "
-                           "or `pytest --ncp-report=DIR`, or its results.json)") from None
-    except OSError as exc:
-        raise RunFileError(f"{file}: cannot read: {exc.strerror or exc}") from None
+        raise RunFileError(f"{p}: no such file; {_HINT}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunFileError(f"{p}: cannot read it ({exc}); {_HINT}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise RunFileError(f"{file}:{exc.lineno}: invalid JSON: {exc.msg} (is the file complete?)") from None
-    check_run(data, str(file))
+        raise RunFileError(f"{p}:{exc.lineno}: not valid JSON ({exc.msg}); a run that was killed while "
+                           "writing leaves the previous complete file, so re-run or restore it") from None
+    check_results(data, str(p))
     return data
 
 
-def check_run(data: Any, name: str) -> None:
-    """Raise RunFileError unless ``data`` looks like a results.json document."""
+def check_results(data: Any, name: str) -> None:
+    """Raise RunFileError unless ``data`` is a results.json document every reader can rely on.
+
+    ``name`` starts each message: the file, or a role such as ``base`` for a document in memory.
+    """
     if not isinstance(data, dict) or not isinstance(data.get("episodes"), list):
-        raise RunFileError(f"{name}: not an ncp results file: expected an object with an 'episodes' list "
-                           "(the results.json written by ncp run --out DIR)")
-    if data.get("version", 1) != 1:
-        raise RunFileError(f"{name}: results version {data.get('version')!r} is not supported (expected 1); "
-                           "upgrade pytest-ncp or re-run")
+        raise RunFileError(f"{name}: not an ncp results file: expected an object with an 'episodes' list ({_HINT})")
+    version = data.get("version", RESULTS_VERSION)
+    if version != RESULTS_VERSION:
+        raise RunFileError(f"{name}: results version {version!r} is not supported (this pytest-ncp reads "
+                           f"version {RESULTS_VERSION}); read it with the pytest-ncp that wrote it")
+    if data.get("config") is not None and not isinstance(data["config"], dict):
+        raise RunFileError(f"{name}: 'config' must be an object")
     for i, e in enumerate(data["episodes"]):
-        missing = [k for k in ("spec_id", "repeat", "termination", "turns") if not isinstance(e, dict) or k not in e]
+        where = f"{name}: episodes[{i}]"
+        if not isinstance(e, dict):
+            raise RunFileError(f"{where} is not an object")
+        missing = [k for k in _EPISODE_KEYS if k not in e]
         if missing:
-            raise RunFileError(f"{name}: episodes[{i}] lacks {', '.join(missing)}")
+            raise RunFileError(f"{where}: missing {', '.join(map(repr, missing))}; {_HINT}")
+        for key in ("turns", "repeat"):
+            if not isinstance(e[key], int) or isinstance(e[key], bool) or e[key] < 0:
+                raise RunFileError(f"{where}.{key}: expected a whole number >= 0, got {e[key]!r}")
+        for key in ("progress", "satisfied", "tokens", "cost_usd"):
+            if e.get(key) is not None and (not isinstance(e[key], (int, float)) or isinstance(e[key], bool)):
+                raise RunFileError(f"{where}.{key}: expected a number, got {e[key]!r}")
+        failure = e.get("failure")
+        if failure is not None and not (isinstance(failure, dict) and isinstance(failure.get("turn", 0), int)):
+            raise RunFileError(f"{where}.failure: expected null or an object with a whole-number turn")
+        if not isinstance(e["termination"], str) or not isinstance(e["spec_id"], str):
+            raise RunFileError(f"{where}: spec_id and termination must be strings")
+        if e.get("trace") is not None and not isinstance(e["trace"], str):
+            raise RunFileError(f"{where}.trace: expected a path, got {e['trace']!r}")
+
+
+# --- recorded paths ----------------------------------------------------------------------------------
+
+
+def trace_reference(trace: str | Path | None, run_dir: str | Path) -> str | None:
+    """How results.json in ``run_dir`` records a trace: relative to ``run_dir`` when the trace is inside
+    it (``traces/x--r0.jsonl``: the run folder stays whole when moved or downloaded), else as given."""
+    if not trace:
+        return None
+    try:
+        return Path(trace).resolve().relative_to(Path(run_dir).resolve()).as_posix()
+    except ValueError:
+        return str(trace)
+
+
+def _first_file(candidates: Iterable[Path]) -> Path | None:
+    return next((c for c in candidates if c.is_file()), None)
+
+
+def _as_recorded(p: Path, places: tuple[Path, ...]) -> list[Path]:
+    # Absolute: as is. Relative: against the run's own folder(s) first (what results.json means by a
+    # relative path), then the current directory (older runs recorded paths relative to their cwd).
+    return [p] if p.is_absolute() else [*(place / p for place in places), p]
 
 
 def resolve_trace(recorded: str | Path | None, run_dir: str | Path) -> Path | None:
-    """Where an episode's trace is now: as recorded (absolute, or relative to the working directory),
-    else under ``run_dir/traces/`` by file name (the run directory was moved). None when not found."""
+    """Where an episode's trace is now; None when it cannot be found.
+
+    ``run_dir`` is the folder of the results file. Tried in order: an absolute path as is, a relative
+    one against ``run_dir`` then the current directory, and finally the file name under
+    ``run_dir/traces/`` and ``run_dir`` (the run folder was moved, e.g. downloaded as a CI artifact).
+    """
     if not recorded:
         return None
-    p = Path(recorded)
-    candidates = [p, Path(run_dir) / "traces" / p.name, Path(run_dir) / p.name]
-    if not p.is_absolute():
-        candidates.insert(1, Path(run_dir) / p)
-    for c in candidates:
-        if c.is_file():
-            return c
-    return None
+    p, base = Path(recorded), Path(run_dir)
+    return _first_file([*_as_recorded(p, (base,)), base / TRACES_DIR / p.name, base / p.name])
 
 
-def read_events(path: str | Path) -> Iterator[dict[str, Any]]:
-    """The events of a trace, in order. A torn last line (a run killed mid-write) is ignored."""
-    p = Path(path)
-    with open(p, encoding="utf-8") as fh:
-        lines = fh.readlines()
-    for n, line in enumerate(lines, 1):
+def find_spec_file(spec_path: str | None, *places: str | Path) -> Path | None:
+    """A spec file recorded as ``spec_path``: as is when absolute; else relative to each of ``places``,
+    the current directory, then the parents of ``places`` (specs usually sit beside the runs folder)."""
+    if not spec_path:
+        return None
+    p = Path(spec_path)
+    bases = tuple(Path(place) for place in places)
+    if p.is_absolute():
+        return _first_file([p])
+    parents = (parent / p for base in bases for parent in base.resolve().parents)
+    return _first_file(_as_recorded(p, bases)) or _first_file(parents)
+
+
+def load_recorded_spec(spec_path: str | None, *places: str | Path) -> Any:
+    """The NarrativeSpec a trace recorded, if it can still be found and loaded; else None.
+
+    For showing titles, texts and kinds: the run's own files are what matter, so a spec that moved
+    or no longer loads just means less detail.
+    """
+    found = find_spec_file(spec_path, *places)
+    if found is None:
+        return None
+    from .spec import SpecError, load_spec
+
+    try:
+        return load_spec(found)
+    except SpecError:
+        return None
+
+
+# --- traces ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Trace:
+    """The events of one episode trace, and what could not be read."""
+
+    path: Path | None
+    events: list[dict[str, Any]]
+    bad_lines: int = 0          # lines skipped, a torn last line included
+    problem: str | None = None  # why there are no events (not found, unreadable)
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("event") == kind]
+
+    @property
+    def start(self) -> dict[str, Any]:
+        return next(iter(self.of("start")), {})
+
+    @property
+    def end(self) -> dict[str, Any] | None:
+        """The end event; None for an episode that was interrupted."""
+        return next(iter(self.of("end")), None)
+
+
+def _events(fh: IO[str], path: Path, strict: bool, bad: list[int]) -> Iterator[dict[str, Any]]:
+    for n, line in enumerate(fh, 1):
         if not line.strip():
             continue
         try:
             event = json.loads(line)
         except json.JSONDecodeError as exc:
-            if n == len(lines) and not line.endswith("\n"):
-                return
-            raise RunFileError(f"{p}:{n}: invalid JSON in trace: {exc.msg}") from None
+            # Only the last line can lack its newline: the writer was killed mid-line. What was
+            # written before it is complete (each event is flushed whole), so it is skipped.
+            if strict and line.endswith("\n"):
+                raise RunFileError(f"{path}:{n}: invalid JSON in trace: {exc.msg}") from None
+            bad.append(n)
+            continue
         if not isinstance(event, dict) or "event" not in event:
-            raise RunFileError(f"{p}:{n}: not a trace event (expected an object with an 'event' key)")
+            if strict:
+                raise RunFileError(f"{path}:{n}: not a trace event (expected an object with an 'event' key)")
+            bad.append(n)
+            continue
         yield event
+
+
+def read_trace(path: str | Path, *, strict: bool = False) -> Trace:
+    """Every event of a trace, in order; a torn last line (a run killed mid-write) is skipped.
+
+    Lenient (the default, for showing and resuming): other unreadable lines are skipped and counted.
+    ``strict`` (for re-judging, where a silently shortened transcript would be wrong): they raise
+    RunFileError with file and line. OSError propagates.
+    """
+    p, bad = Path(path), []
+    try:
+        with open(p, encoding="utf-8", errors="strict" if strict else "replace") as fh:
+            events = list(_events(fh, p, strict, bad))
+    except UnicodeDecodeError as exc:
+        raise RunFileError(f"{p}: not UTF-8 text ({exc.reason}); is this an ncp episode trace?") from None
+    return Trace(p, events, len(bad))
 
 
 def start_event(path: str | Path) -> dict[str, Any] | None:
     """The first event of a trace when it is its ``start`` event (cheap: reads one line)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            first = fh.readline()
-        event = json.loads(first)
-    except (OSError, json.JSONDecodeError):
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            first = next(_events(fh, Path(path), False, []), None)
+    except OSError:
         return None
-    return event if isinstance(event, dict) and event.get("event") == "start" else None
+    return first if first is not None and first.get("event") == "start" else None
 
 
-def find_spec_file(spec_path: str | None, *places: str | Path) -> Path | None:
-    """A spec file recorded as ``spec_path``: as is, else relative to each of ``places`` and their parents."""
-    if not spec_path:
-        return None
-    p = Path(spec_path)
-    if p.is_file():
-        return p
-    if p.is_absolute():
-        return None
-    for place in places:
-        for base in (Path(place), *Path(place).resolve().parents):
-            if (base / p).is_file():
-                return base / p
-    return None
-
-
-def episode_name(spec_id: str, repeat: int) -> str:
-    return f"{spec_id}[r{repeat}]"
+def episode_trace(recorded: str | None, run_dir: str | Path) -> Trace:
+    """The trace results.json records for an episode, read leniently; ``problem`` says why it has no
+    events (not recorded, not found, unreadable), for a note where the turns would be."""
+    path = resolve_trace(recorded, run_dir)
+    if path is None:
+        why = f"trace not found: {recorded}" if recorded else "no trace was recorded for this episode"
+        return Trace(None, [], problem=why)
+    try:
+        return read_trace(path)
+    except OSError as exc:
+        return Trace(path, [], problem=f"cannot read trace {path}: {exc}")

@@ -103,10 +103,10 @@ def _usage(message: str) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from ..compare import compare_runs
-    from ..traces import RunFileError, load_run, results_path
+    from ..traces import RunFileError, load_results, results_path
 
     try:
-        base, new = load_run(args.base), load_run(args.new)
+        base, new = load_results(args.base), load_results(args.new)
         kinds = _commitment_kinds(args.specs, [(new, results_path(args.new).parent),
                                                (base, results_path(args.base).parent)])
         result = compare_runs(base, new, turn=args.turn, alpha=args.alpha, seed=args.seed,
@@ -135,8 +135,8 @@ def _commitment_kinds(spec_paths: list[str] | None,
 
     None when no spec file could be read (compare then reports violations only).
     """
-    from ..spec import SpecError, load_spec, load_specs
-    from ..traces import find_spec_file, resolve_trace, start_event
+    from ..spec import SpecError, load_specs
+    from ..traces import load_recorded_spec, resolve_trace, start_event
 
     if spec_paths:
         try:
@@ -153,14 +153,8 @@ def _commitment_kinds(spec_paths: list[str] | None,
                 continue
             trace = resolve_trace(e.get("trace"), run_dir)
             start = start_event(trace) if trace else None
-            found = find_spec_file(start.get("spec_path") if start else None, run_dir)
-            if found is None:
-                continue
-            try:
-                spec = load_spec(found)
-            except SpecError:
-                continue
-            if spec.id == e["spec_id"]:
+            spec = load_recorded_spec(start.get("spec_path") if start else None, run_dir)
+            if spec is not None and spec.id == e["spec_id"]:
                 kinds[spec.id] = {c.id: c.kind for c in spec.commitments}
     return kinds or None
 
@@ -170,12 +164,12 @@ def _commitment_kinds(spec_paths: list[str] | None,
 
 def cmd_agree(args: argparse.Namespace) -> int:
     from ..compare import agreement
-    from ..traces import RunFileError, load_run
+    from ..traces import RunFileError, load_results
 
     if len(args.runs) < 2:
         return _usage("agree needs at least two runs (e.g. the same transcripts re-audited by two auditors)")
     try:
-        runs = [load_run(r) for r in args.runs]
+        runs = [load_results(r) for r in args.runs]
         result = agreement(runs, [str(r) for r in args.runs], turn=args.turn)
     except (RunFileError, ValueError) as exc:
         return _usage(str(exc))

@@ -33,12 +33,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ..report.runs import ReportError, load_runs
+    from ..report.runs import load_runs
     from ..report.tables import render_json, render_markdown, render_terminal, run_rows
+    from ..traces import RunFileError
 
     try:
         runs = load_runs(args.results, args.label)
-    except ReportError as exc:
+    except RunFileError as exc:
         print(f"ncp report: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     rows = [run_rows(r.results, r.label, reviews=r.reviews) for r in runs]

@@ -26,6 +26,8 @@ DRAFT_ROLE = "author"  # not narrator, player or auditor: sent as X-NCP-Role so 
 
 
 def register(sub: Any) -> None:
+    from ..cli import _positive
+
     p = sub.add_parser("specs", help="build specs: import the CMU corpus, draft specs with a model, review them",
                        description="Build NCP-Bench specs: import-cmu -> draft -> review (docs/specs.md).")
     steps = p.add_subparsers(dest="specs_command", metavar="STEP")
@@ -84,16 +86,6 @@ def register(sub: Any) -> None:
 def _help(parser: argparse.ArgumentParser) -> int:
     parser.print_help()
     return EXIT_USAGE
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def _usage(message: str) -> int:

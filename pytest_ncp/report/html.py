@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..metrics import CONFLICT_KINDS, kaplan_meier
-from .runs import RunData, Trace, iter_labels, load_runs, read_trace, spec_outline
+from ..traces import Trace, episode_trace
+from .runs import RunData, iter_labels, load_runs, spec_outline
 from .tables import KIND_LABELS, run_rows, sections
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies, and in greyscale print.
@@ -142,8 +143,8 @@ def _run_view(index: int, run: RunData) -> dict[str, Any]:
 
 
 def _episode_view(run: RunData, anchor: str, e: Mapping[str, Any]) -> dict[str, Any]:
-    trace = read_trace(dict(e), run.path)
-    outline = spec_outline(trace, run.path) if trace.events else None
+    trace = episode_trace(e.get("trace"), run.path.parent)
+    outline = spec_outline(trace, run.path.parent) if trace.events else None
     nodes = outline["nodes"] if outline else _node_count(e)
     commitment_info = outline["commitments"] if outline else {}
     repeat = int(e.get("repeat", 0) or 0)

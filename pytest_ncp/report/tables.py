@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ..metrics import CONFLICT_KINDS, compute_metrics, is_error, kaplan_meier, survival_counts, wilson
+from ..review import dispute_rates
 
 SURVIVAL_TURNS = (10, 20, 50, 100)
 KIND_LABELS = {"fact": "fact", "commitment": "commitment", "player_input": "player input"}
@@ -82,24 +83,6 @@ def run_rows(results: Mapping[str, Any], label: str, *,
         "cost_usd": m["cost_usd"],
         "review": dispute_rates(reviews) if reviews else None,
     }
-
-
-def dispute_rates(labels: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Per conflict type (and ``all``): disputed / (agreed + disputed), with a Wilson interval.
-
-    Skipped labels are counted but left out of the rate: the reviewer could not tell.
-    """
-    out: dict[str, Any] = {"labels": len(labels)}
-    kinds = [*CONFLICT_KINDS, *sorted({str(x["type"]) for x in labels} - set(CONFLICT_KINDS))]
-    for kind in [*kinds, "all"]:
-        mine = [x for x in labels if kind == "all" or x["type"] == kind]
-        agree = sum(x["label"] == "agree" for x in mine)
-        dispute = sum(x["label"] == "dispute" for x in mine)
-        rated = agree + dispute
-        out[kind] = {"agree": agree, "dispute": dispute, "skip": len(mine) - rated,
-                     "value": round(dispute / rated, 6) if rated else None,
-                     "ci": _ci(wilson(dispute, rated)) if rated else None}
-    return out
 
 
 def _ci(interval: tuple[float, float]) -> list[float]:

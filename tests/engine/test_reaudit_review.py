@@ -13,7 +13,8 @@ import pytest
 
 from pytest_ncp.cli import main
 from pytest_ncp.config import RunConfig
-from pytest_ncp.review import dispute_rates, load_reviews, walk
+from pytest_ncp.metrics import wilson
+from pytest_ncp.review import dispute_line, dispute_rates, load_reviews, walk
 from pytest_ncp.runner import Runner
 from pytest_ncp.spec import load_spec
 from tests.conftest import ROOT, SPECS
@@ -215,8 +216,11 @@ def test_review_resumes_where_it_stopped_and_all_shows_everything(conflict_run):
     review(conflict_run, "a\n\n", reviewer="bob")
     assert len(load_reviews(conflict_run)["labels"]) == 4
     rates = dispute_rates(load_reviews(conflict_run)["labels"])
-    assert (rates["labelled"], rates["disputed"]) == (4, 3)
-    assert rates["by_type"]["fact"] == {"labelled": 3, "disputed": 2, "rate": pytest.approx(2 / 3)}
+    assert (rates["labels"], rates["all"]["agree"], rates["all"]["dispute"]) == (4, 1, 3)
+    assert rates["fact"] == {"agree": 1, "dispute": 2, "skip": 0, "value": pytest.approx(2 / 3),
+                             "ci": pytest.approx(list(wilson(2, 3)), abs=1e-6)}
+    assert dispute_line(load_reviews(conflict_run)["labels"]) == (
+        "human review: 3 of 4 labelled conflict(s) disputed (75%); by type: fact 2/3, player_input 1/1")
 
 
 def test_review_re_prompts_on_unknown_keys(conflict_run):
@@ -239,7 +243,7 @@ def test_review_with_piped_stdin_in_a_real_process(conflict_run):
 def test_review_of_a_broken_reviews_file_names_it(conflict_run, capsys):
     (conflict_run / "reviews.json").write_text('{"version": 1, "labels": [')
     assert main(["review", str(conflict_run), "--reviewer", "ann"]) == 2
-    assert "reviews.json:1: invalid JSON" in capsys.readouterr().err
+    assert "reviews.json:1: not valid JSON" in capsys.readouterr().err
 
 
 def test_reaudit_skips_episodes_that_never_started(ncp_model_server, tmp_path):

@@ -172,6 +172,8 @@ def test_killed_run_resumes_without_rerunning_finished_episodes(ncp_model_server
     assert rerun == {f"Story {i}" for i in range(4)} - {f"Story {k.split('--')[0].split('-')[1]}" for k in done}
     final = json.loads((tmp_path / "results.json").read_text())
     assert final["metrics"]["episodes"] == 4
+    # Resumed and new episodes alike record their trace relative to the results folder.
+    assert [e["trace"] for e in final["episodes"]] == [f"traces/{e['spec_id']}--r0.jsonl" for e in final["episodes"]]
     # Finished episodes come back whole from their traces.
     kept = next(r for r in results if f"{r.spec.id}--r0" in done)
     assert len(kept.transcript) == 3 and len(kept.audits) == 3

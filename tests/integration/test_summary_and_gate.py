@@ -63,6 +63,7 @@ def test_report_writes_results_json_and_traces(project):
     assert data["version"] == 1 and data["config"]["narrator"] == "agent:Narrator"
     assert [e["spec_id"] for e in data["episodes"]] == ["b-spec", "c-spec", "caligari", "d-spec"]
     assert data["metrics"]["episodes"] == 4 and data["metrics"]["conflict_rates"]["fact"] == 0.25
-    for e in data["episodes"]:
-        assert (project.pytester.path / e["trace"]).exists() or __import__("os").path.exists(e["trace"])
-    result.stdout.fnmatch_lines(["results: *out/results.json"])
+    for e in data["episodes"]:  # recorded relative to the results folder, like `ncp run --out`
+        assert e["trace"] == f"traces/{e['spec_id']}--r0.jsonl"
+        assert (project.pytester.path / "out" / e["trace"]).exists()
+    result.stdout.fnmatch_lines(["results: *out/results.json, report: *out/report.html"])

@@ -49,6 +49,7 @@ def test_demo_runs_offline_and_writes_results(tmp_path):
     results = json.loads((out / "results.json").read_text())
     assert results["version"] == 1 and results["episodes"][0]["spec_id"] == "caligari"
     assert (out / "traces" / "caligari--r0.jsonl").exists()
+    assert results["episodes"][0]["trace"] == "traces/caligari--r0.jsonl"  # relative to results.json
 
 
 def test_plugin_import_is_cheap():

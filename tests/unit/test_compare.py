@@ -233,10 +233,10 @@ def test_compare_command_exit_codes(tmp_path, capsys):
 def test_compare_command_usage_errors(tmp_path, capsys):
     good = write(tmp_path, "good", run(ep("a")))
     assert main(["compare", str(good), str(tmp_path / "missing")]) == 2
-    assert "missing: no such file (expected a run directory" in capsys.readouterr().err
+    assert "missing: no such file; give the results.json written by" in capsys.readouterr().err
     (tmp_path / "torn.json").write_text('{"version": 1, "episodes": [')
     assert main(["compare", str(good), str(tmp_path / "torn.json")]) == 2
-    assert "torn.json:1: invalid JSON" in capsys.readouterr().err
+    assert "torn.json:1: not valid JSON" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["compare", str(good), str(good), "--alpha", "2"])
 

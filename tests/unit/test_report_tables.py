@@ -12,10 +12,10 @@ import pytest
 
 from pytest_ncp.cli import main
 from pytest_ncp.metrics import wilson
-from pytest_ncp.report.runs import ReportError, load_results, load_reviews, load_runs
-from pytest_ncp.report.tables import (
-    dispute_rates, render_json, render_markdown, render_plain, render_terminal, run_rows,
-)
+from pytest_ncp.report.runs import load_runs
+from pytest_ncp.report.tables import render_json, render_markdown, render_plain, render_terminal, run_rows
+from pytest_ncp.review import dispute_rates, load_reviews
+from pytest_ncp.traces import RunFileError, load_results
 from pytest_ncp.runner import write_results
 
 
@@ -118,29 +118,29 @@ def test_reviews_json_next_to_results_feeds_the_review_table(tmp_path):
     ([{"spec_id": "a", "turn": "one", "type": "fact", "label": "agree"}], "labels[0].turn: expected int"),
 ])
 def test_bad_reviews_json_names_the_file_and_the_label(tmp_path, labels, expected):
-    path = write_run(tmp_path)
+    write_run(tmp_path)
     (tmp_path / "reviews.json").write_text(json.dumps({"version": 1, "labels": labels}))
-    with pytest.raises(ReportError) as exc:
-        load_reviews(path)
+    with pytest.raises(RunFileError) as exc:
+        load_reviews(tmp_path)
     assert str(exc.value).startswith(f"{tmp_path / 'reviews.json'}: {expected}")
 
 
 def test_bad_results_files_give_file_line_and_fix(tmp_path):
-    with pytest.raises(ReportError, match="no such file; give the results.json written by"):
+    with pytest.raises(RunFileError, match="no such file; give the results.json written by"):
         load_results(tmp_path / "nope.json")
     broken = tmp_path / "broken.json"
     broken.write_text('{"version": 1,\n "episodes": [\n')
-    with pytest.raises(ReportError, match=rf"^{broken}:3: not valid JSON"):
+    with pytest.raises(RunFileError, match=rf"^{broken}:3: not valid JSON"):
         load_results(broken)
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"version": 1, "episodes": [{"spec_id": "a", "turns": 3}]}))
-    with pytest.raises(ReportError, match=r"episodes\[0\]: missing 'termination'"):
+    with pytest.raises(RunFileError, match=r"episodes\[0\]: missing 'termination'"):
         load_results(other)
     other.write_text(json.dumps({"version": 1, "episodes": [{**ep("a"), "progress": "half"}]}))
-    with pytest.raises(ReportError, match=r"episodes\[0\]\.progress: expected a number, got 'half'"):
+    with pytest.raises(RunFileError, match=r"episodes\[0\]\.progress: expected a number, got 'half'"):
         load_results(other)
     other.write_text(json.dumps({"version": 7, "episodes": []}))
-    with pytest.raises(ReportError, match="results version 7 is not supported"):
+    with pytest.raises(RunFileError, match="results version 7 is not supported"):
         load_results(other)
 
 
@@ -154,7 +154,7 @@ def test_runs_with_the_same_narrator_are_told_apart_by_folder(tmp_path):
     labels = [r.label for r in load_runs([a, b])]
     assert labels == ["Narrator (openai/gpt-x) [before]", "Narrator (openai/gpt-x) [after]"]
     assert [r.label for r in load_runs([a, b], ["old prompt", "new prompt"])] == ["old prompt", "new prompt"]
-    with pytest.raises(ReportError, match="1 label"):
+    with pytest.raises(RunFileError, match="1 label"):
         load_runs([a, b], ["only one"])
 
 
