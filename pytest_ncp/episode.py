@@ -382,8 +382,22 @@ class Episode:
         except ModelError as exc:
             raise _EpisodeError(ErrorInfo("model" if kind == "auditor" else kind, scrub(str(exc)), None)) from exc
         except Exception as exc:  # noqa: BLE001 - the agent under test may raise anything
-            tb = scrub("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+            tb = scrub(format_traceback(exc))
             raise _EpisodeError(ErrorInfo(kind, scrub(f"{type(exc).__name__}: {exc}"), tb)) from exc
+
+
+def format_traceback(exc: BaseException) -> str:
+    """A plain traceback (file, line, function, source line) without column carets.
+
+    Episodes run on a background thread; on Python 3.11 computing carets parses source with ``ast``,
+    which is not safe while another thread (pytest itself) parses too ("AST constructor recursion
+    depth mismatch"). Frames without column numbers skip that step.
+    """
+    frames = [traceback.FrameSummary(f.filename, f.lineno, f.name, line=f.line)
+              for f in traceback.extract_tb(exc.__traceback__)]
+    lines = ["Traceback (most recent call last):\n", *traceback.StackSummary.from_list(frames).format()]
+    lines += traceback.format_exception_only(type(exc), exc)
+    return "".join(lines)
 
 
 def _call_record(c: Completion) -> dict[str, Any]:

@@ -235,6 +235,7 @@ class _Handler(BaseHTTPRequestHandler):
     # HTTP/1.1 so httpx can keep connections alive; every answer therefore carries Content-Length.
     protocol_version = "HTTP/1.1"
     server_version = "ScriptedModelServer/1.0"
+    in_flight = False  # set while this connection's current request counts as in flight
     server: _HTTPServer
 
     def setup(self) -> None:
@@ -437,10 +438,18 @@ class ScriptedModelServer:
             slots = self._slots
             slot = len(slots)
             slots.append(None)
+        handler.in_flight = True
         try:
             self._answer(handler, method, received_at, slots, slot)
         finally:
-            with self._lock:
+            self._release(handler)
+
+    def _release(self, handler: _Handler) -> None:
+        # A request stops counting as in flight just before its answer goes out, so a client that
+        # has read the answer never sees it still counted (reset() right after a call is exact).
+        with self._lock:
+            if getattr(handler, "in_flight", False):
+                handler.in_flight = False
                 self._in_flight -= 1
 
     def _answer(
@@ -652,6 +661,7 @@ class ScriptedModelServer:
         content_type: str,
         headers: Mapping[str, str],
     ) -> None:
+        self._release(handler)
         try:
             handler.send_response(status)
             names = {name.lower() for name in headers}
