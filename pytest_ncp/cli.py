@@ -133,8 +133,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: str | None = None) -> int:
-    from .episode import episode_line
     from .metrics import Gate
+    from .report.progress import ProgressDisplay
     from .narrators import NarratorLoadError
     from .config import DEFAULT_AUDITOR_MODEL, RunConfig
     from .runner import Runner
@@ -164,14 +164,17 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     if not specs:
         return _usage(f"no valid spec found in {' '.join(args.specs)}")
     try:
-        runner = Runner(config, out_dir=Path(args.out) if args.out else None,
-                        on_episode=lambda r: print(episode_line(r), flush=True))
+        runner = Runner(config, out_dir=Path(args.out) if args.out else None)
     except (NarratorLoadError, ValueError) as exc:
         return _usage(str(exc))
     if args.resume:
         print(f"resuming: {runner.resume()} finished episode(s) in {args.out} are kept")
+    assert runner.client is not None
+    display = ProgressDisplay(runner.progress, runner.client.usage)
+    runner.on_episode = display.episode_done
     try:
-        results = asyncio.run(runner.run(specs))
+        with display:
+            results = asyncio.run(runner.run(specs))
     except KeyboardInterrupt:
         if args.out:
             print(f"interrupted: {len(runner.results)} finished episode(s) are in {Path(args.out) / 'results.json'}; "

@@ -13,7 +13,7 @@ import os
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Sequence
+from typing import IO, Any, Callable, Sequence
 
 from .auditor import Auditor, AuditorError, CommitmentState, TurnAudit, TurnContext
 from .config import episode_key, episode_name
@@ -214,6 +214,7 @@ class Episode:
     narrator_model: str | None = None
     trace_path: str | Path | None = None
     config: dict[str, Any] = field(default_factory=dict)
+    on_turn: Callable[[], None] | None = None  # after each audited turn (progress displays)
 
     async def run(self) -> EpisodeResult:
         usage = Usage()
@@ -294,6 +295,8 @@ class Episode:
                 tokens=result.usage.tokens, cost_usd=round(result.usage.cost_usd, 8),
                 auditor_calls=[_call_record(c) for c in audit.calls],
             )
+        if self.on_turn is not None:
+            self.on_turn()
         return end
 
     def _apply(self, result: EpisodeResult, audit: TurnAudit, turn: int) -> Termination | None:

@@ -34,6 +34,18 @@ RESULTS_VERSION = 1
 
 
 @dataclass
+class RunProgress:
+    """Live counters of a run, for progress displays (read from any thread; updated on the loop)."""
+
+    total: int = 0
+    running: int = 0
+    finished: int = 0
+    conflicts: int = 0
+    errors: int = 0
+    turns: int = 0
+
+
+@dataclass
 class Runner:
     """Runs (spec, repeat) episodes concurrently and keeps results.json current in ``out_dir``.
 
@@ -51,6 +63,7 @@ class Runner:
     write_results: bool = True  # False where another process merges results (pytest-xdist workers)
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     _finished: dict[str, Path] = field(default_factory=dict, repr=False)  # from resume()
+    progress: RunProgress = field(default_factory=RunProgress)
 
     def __post_init__(self) -> None:
         if self.client is None:
@@ -83,7 +96,7 @@ class Runner:
         trace = self.out_dir / "traces" / f"{episode_key(spec.id, repeat)}.jsonl" if self.out_dir else None
         return Episode(
             spec=spec, narrator=self.narrator_factory(), player=self.player_factory(spec), auditor=self.auditor,
-            max_turns=self.config.max_turns, repeat=repeat, client=self.client,
+            max_turns=self.config.max_turns, repeat=repeat, client=self.client, on_turn=self._turn_done,
             narrator_model=self.config.narrator_model, trace_path=trace, config=self.config.to_dict(),
         )
 
@@ -111,18 +124,27 @@ class Runner:
         if finished is not None:
             done = EpisodeResult.from_trace(spec, finished)
             if done is not None:
+                self.progress.finished += 1
+                self.progress.conflicts += done.termination.is_conflict
                 return done
         try:
             episode = self.episode(spec, repeat)
         except Exception as exc:  # noqa: BLE001 - a narrator factory or player that cannot be built
-            return _setup_error(spec, repeat, exc)
+            result = _setup_error(spec, repeat, exc)
+            self.record(result)
+            return result
+        self.progress.running += 1
         try:
             result = await episode.run()
         finally:
+            self.progress.running -= 1
             if self.cassettes is not None:
                 self.cassettes.flush()
         self.record(result)
         return result
+
+    def _turn_done(self) -> None:
+        self.progress.turns += 1
 
     async def run(self, specs: Sequence[NarrativeSpec]) -> list[EpisodeResult]:
         """All episodes of ``specs`` x ``repeats``, at most ``concurrency`` at a time, in input order."""
@@ -133,10 +155,14 @@ class Runner:
                 return await self.run_one(spec, repeat)
 
         jobs = [one(s, r) for s in specs for r in range(self.config.repeats)]
+        self.progress.total += len(jobs)
         return list(await asyncio.gather(*jobs))
 
     # --- results.json --------------------------------------------------------------------------
     def record(self, result: EpisodeResult) -> None:
+        self.progress.finished += 1
+        self.progress.conflicts += result.termination.is_conflict
+        self.progress.errors += result.error is not None
         self.results[episode_key(result.spec.id, result.repeat)] = result.to_dict()
         if self.on_episode:
             self.on_episode(result)

@@ -1,0 +1,67 @@
+"""Live progress of ``ncp run``: a bar with episodes done / running / failed, turns per second, tokens
+and cost on a terminal; plain lines (one per finished episode) anywhere else, e.g. in CI logs."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from ..episode import EpisodeResult
+    from ..llm import Usage
+    from ..runner import RunProgress
+
+
+class ProgressDisplay:
+    def __init__(self, progress: RunProgress, usage: Usage, *, stream: TextIO | None = None,
+                 live: bool | None = None):
+        self.progress, self.usage = progress, usage
+        self.stream = stream or sys.stdout
+        self.live = self.stream.isatty() if live is None else live
+        self._started = time.monotonic()
+        self._live: Any = None
+        self._console: Any = None
+
+    def status(self) -> str:
+        p = self.progress
+        elapsed = max(time.monotonic() - self._started, 1e-9)
+        return (f"{p.finished}/{p.total} episodes done, {p.running} running, {p.conflicts} conflict(s), "
+                f"{p.errors} error(s) | {p.turns / elapsed:.1f} turns/s | {self.usage.tokens:,} tokens, "
+                f"${self.usage.cost_usd:.4f}")
+
+    def episode_done(self, result: EpisodeResult) -> None:
+        from ..episode import episode_line
+
+        line = episode_line(result)
+        if self._console is not None:
+            self._console.print(line, markup=False, highlight=False)
+        else:
+            print(line, file=self.stream, flush=True)
+
+    def __enter__(self) -> ProgressDisplay:
+        if self.live:
+            from rich.console import Console
+            from rich.live import Live
+            from rich.progress_bar import ProgressBar
+            from rich.table import Table
+
+            display = self
+
+            class _View:
+                def __rich__(self) -> Any:
+                    grid = Table.grid(padding=(0, 1))
+                    grid.add_row(ProgressBar(total=max(display.progress.total, 1), completed=display.progress.finished,
+                                             width=30), display.status())
+                    return grid
+
+            self._console = Console(file=self.stream)
+            self._live = Live(_View(), console=self._console, refresh_per_second=4, transient=True)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.__exit__(*exc)
+            self._live = None
+        print(self.status(), file=self.stream, flush=True)
