@@ -88,27 +88,42 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive(text: str) -> int:
+def whole_number(minimum: int):  # noqa: ANN201 - an argparse type
+    """argparse type: a whole number >= ``minimum``, with a message that says so."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+_positive = whole_number(1)
+
+
+def load_specs_or_report(paths: Sequence[str]) -> tuple[list, list] | None:
+    """Load specs for a command; a path that does not exist is reported on stderr (None returned)."""
+    from .spec import SpecError, load_specs
+
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+        return load_specs(paths)
+    except SpecError as exc:
+        print(exc, file=sys.stderr)
+        return None
 
 
 # --- commands ------------------------------------------------------------------------------------
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .spec import SpecError, load_specs
-
-    try:
-        specs, errors = load_specs(args.paths)
-    except SpecError as exc:
-        print(exc, file=sys.stderr)
+    loaded = load_specs_or_report(args.paths)
+    if loaded is None:
         return EXIT_FAILED
+    specs, errors = loaded
     for err in errors:
         print(err)
     findings = []

@@ -20,7 +20,9 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def register(sub: Any) -> None:
-    from ..cli import _positive
+    from ..cli import _positive, whole_number
+
+    _non_negative = whole_number(0)
 
     p = sub.add_parser("compare", help="is NEW worse than BASE? paired survival test, exit 1 on a significant drop",
                        description="Pair the episodes of two runs on (spec_id, repeat), list newly failing "
@@ -71,16 +73,6 @@ def register(sub: Any) -> None:
     p.add_argument("--all", action="store_true", dest="relabel",
                    help="also show conflicts you already labelled (a new answer replaces the old)")
     p.set_defaults(func=cmd_review)
-
-
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
-    return value
 
 
 def _alpha(text: str) -> float:

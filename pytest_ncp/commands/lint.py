@@ -25,19 +25,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
+    from ..cli import load_specs_or_report
     from ..lint import RULES, lint_spec
-    from ..spec import SpecError, load_specs
 
     if args.list_rules:
         width = max(map(len, RULES))
         for name, description in RULES.items():
             print(f"{name:<{width}}  {description}")
         return EXIT_OK
-    try:
-        specs, errors = load_specs(args.paths)
-    except SpecError as exc:
-        print(exc, file=sys.stderr)
+    loaded = load_specs_or_report(args.paths)
+    if loaded is None:
         return EXIT_FAILED
+    specs, errors = loaded
     for err in errors:
         print(err)
     findings = [f for spec in specs for f in lint_spec(spec)]
@@ -53,13 +52,12 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..catalog import catalog_markdown
-    from ..spec import SpecError, load_specs
+    from ..cli import load_specs_or_report
 
-    try:
-        specs, errors = load_specs(args.paths)
-    except SpecError as exc:
-        print(exc, file=sys.stderr)
+    loaded = load_specs_or_report(args.paths)
+    if loaded is None:
         return EXIT_FAILED
+    specs, errors = loaded
     if errors:
         # A catalog of only the valid specs would silently drop rows; make the author fix them.
         for err in errors:
