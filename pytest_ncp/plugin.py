@@ -94,6 +94,17 @@ class _XdistHooks:
             node.workerinput[LOADGROUP_KEY] = True
 
 
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    ncp = _ncp(item.config)
+    if ncp is None or not ncp.is_worker:
+        return
+    from .collect import _SpecItem
+
+    # An xdist worker learns its items one at a time: start the next item's episode now, so it runs
+    # while this one is reported (the controller's prefetch covers runs without xdist).
+    ncp.prefetch([(i.spec, i.repeat) for i in (item, nextitem) if isinstance(i, _SpecItem)])
+
+
 class _ReportListener:
     """Registered only when a narrator is configured: feeds every report to the session's merger
     (on the xdist controller, reports arrive from all workers)."""

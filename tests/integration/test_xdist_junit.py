@@ -63,3 +63,13 @@ def test_junit_xml_carries_ncp_properties(project):
     assert failure is not None and failure.get("message").startswith("caligari: fact conflict at turn 2 (F2)")
     c1 = {p.get("name"): p.get("value") for p in cases["commitment[caligari:C1]"].iter("property")}
     assert c1 == {"ncp.commitment": "C1", "ncp.state": "PENDING"}
+
+
+def test_an_xdist_worker_starts_the_next_episode_early(project):
+    for i in range(3):
+        project.twin(f"t-{i}")
+    project.server.latency = 0.05
+    result = project.run_subprocess("-n", "1", "-q", "-k", "episode")
+    assert result.ret in (0, 1), result.stdout.str()
+    # One episode alone has its four audit calls in flight; two overlapping episodes have more.
+    assert project.server.max_in_flight > 4
