@@ -116,6 +116,9 @@ class _ReportListener:
         if report.user_properties:
             self.ncp.record_report(report.nodeid, report.when, report.failed, report.user_properties)
 
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self.ncp.interrupted = True  # the summary then says how to resume
+
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     ncp = _ncp(session.config)
@@ -131,6 +134,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if ncp is None:
         return
     lines = ncp.summary_lines()
+    if ncp.interrupted and ncp.settings.report:
+        lines.append(f"interrupted: {len(ncp.episodes)} finished episode(s) are in {ncp.settings.report / 'results.json'}"
+                     f"; run the same command with --ncp-resume to continue")
     if lines:
         terminalreporter.write_sep("=", "ncp: narrative commitment preservation")
         for line in lines:

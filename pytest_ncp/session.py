@@ -31,6 +31,7 @@ class NcpSession:
         self.gate_verdict: GateVerdict | None = None
         self.comparison: Comparison | None = None
         self.comparison_error: str | None = None
+        self.interrupted = False
         self._ids: dict[str, str] = {}
         self._background: BackgroundRunner | None = None
         self._server: Any = None

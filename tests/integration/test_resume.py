@@ -26,3 +26,19 @@ def test_resume_needs_a_report_dir(project):
     result = project.run("--ncp-resume")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--ncp-resume needs --ncp-report=DIR*"])
+
+
+def test_ctrl_c_says_how_to_resume(project):
+    project.twin("b-spec")
+    project.succeed_at(2)
+    out = project.pytester.path / "out"
+    project.pytester.makeconftest("""
+        def pytest_runtest_logreport(report):
+            if report.when == "call" and "episode[b-spec]" in report.nodeid:
+                raise KeyboardInterrupt
+    """)
+    result = project.run_subprocess(f"--ncp-report={out}")
+    assert result.ret == 2  # pytest's INTERRUPTED
+    result.stdout.fnmatch_lines(["interrupted: 1 finished episode(s) are in *results.json; run the same command "
+                                 "with --ncp-resume to continue"])
+    assert json.loads((out / "results.json").read_text())["episodes"][0]["spec_id"] == "b-spec"
