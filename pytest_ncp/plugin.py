@@ -236,55 +236,46 @@ def load_spec(request: pytest.FixtureRequest) -> Callable[[str | Path], Narrativ
 
 
 @pytest.fixture
-def run_episode(request: pytest.FixtureRequest, ncp_settings: options.Settings, ncp_narrator_for_run: Any,
-                ncp_auditor: Any, ncp_client: Any, load_spec: Callable[..., NarrativeSpec],
-                tmp_path: Path) -> Callable[..., EpisodeResult]:
+def run_episode(request: pytest.FixtureRequest, ncp_settings: options.Settings, ncp_auditor: Any, ncp_client: Any,
+                load_spec: Callable[..., NarrativeSpec], tmp_path: Path) -> Callable[..., EpisodeResult]:
     """``run_episode(spec, narrator=..., player=..., max_turns=...)`` -> EpisodeResult.
 
     Precedence for each setting: the call's argument > ``@pytest.mark.ncp(...)`` > ``--ncp-*`` / ini.
     ``spec`` is a NarrativeSpec or a path; ``narrator`` an instance, class or factory (default: the
-    ``ncp_narrator`` fixture); ``player`` a Player or a list of inputs (default: the spec's script).
+    ``ncp_narrator`` fixture, looked up only when needed); ``player`` a Player or a list of inputs
+    (default: the spec's script). Each call writes its own trace under the test's tmp_path.
     """
     import asyncio
+    import itertools
 
     from .episode import Episode
     from .players import ScriptedPlayer, make_player
 
     marker = request.node.get_closest_marker(options.MARKER)
     marked: dict[str, Any] = dict(marker.kwargs) if marker else {}
+    calls = itertools.count(1)
 
     def run(spec: Any, *, narrator: Any = None, player: Any = None, max_turns: int | None = None,
             auditor: Any = None, repeat: int = 0) -> EpisodeResult:
         spec = spec if hasattr(spec, "commitments") else load_spec(spec)
-        narrator = narrator if narrator is not None else ncp_narrator_for_run
-        if callable(narrator) and not hasattr(narrator, "respond"):
-            narrator = narrator()
-        elif isinstance(narrator, type):
-            narrator = narrator()
-        turns = max_turns or marked.get("max_turns") or ncp_settings.run.max_turns
+        if narrator is None:
+            narrator = request.getfixturevalue("ncp_narrator")
+        if isinstance(narrator, type) or not hasattr(narrator, "respond"):
+            narrator = narrator()  # a class or a factory: a fresh narrator for this episode
         if player is None:
-            kind = marked.get("player", ncp_settings.run.player)
-            player = make_player(kind, spec, client=ncp_client,
+            player = make_player(marked.get("player", ncp_settings.run.player), spec, client=ncp_client,
                                  model=marked.get("player_model", ncp_settings.run.player_model))
         elif isinstance(player, (list, tuple)):
             player = ScriptedPlayer(player)
-        episode = Episode(spec=spec, narrator=narrator, player=player, auditor=auditor or ncp_auditor,
-                          max_turns=int(turns), repeat=repeat, client=ncp_client,
-                          narrator_model=marked.get("narrator_model", ncp_settings.run.narrator_model),
-                          trace_path=tmp_path / f"{spec.id}--r{repeat}.jsonl")
+        episode = Episode(
+            spec=spec, narrator=narrator, player=player, auditor=auditor or ncp_auditor,
+            max_turns=int(max_turns or marked.get("max_turns") or ncp_settings.run.max_turns), repeat=repeat,
+            client=ncp_client, narrator_model=marked.get("narrator_model", ncp_settings.run.narrator_model),
+            trace_path=tmp_path / f"{spec.id}--r{repeat}--{next(calls)}.jsonl",
+        )
         return asyncio.run(episode.run())
 
     return run
-
-
-@pytest.fixture
-def ncp_narrator_for_run(request: pytest.FixtureRequest) -> Any:
-    # run_episode takes the narrator lazily: a test that always passes narrator= needs none configured.
-    class _Lazy:
-        def __call__(self) -> Any:
-            return request.getfixturevalue("ncp_narrator")()
-
-    return _Lazy()
 
 
 @pytest.fixture
