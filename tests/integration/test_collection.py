@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.integration.conftest import FACT_CONFLICT
+
 
 def test_ids_for_episodes_and_commitments(project):
     project.twin("a-twin")
@@ -56,3 +58,20 @@ def test_episode_runs_once_for_all_its_tests(project):
     # Nothing fulfilled the two achievements within 4 turns; every other commitment held.
     result.assert_outcomes(passed=5, failed=2)
     assert len([r for r in project.server.requests if r.step == "conflict_check"]) == 4
+
+
+def test_last_failed_reruns_only_the_failed_narrative_tests(project):
+    project.pytester.makepyfile(test_plain="def test_ok(): pass")
+    text = (project.pytester.path / "specs" / "caligari.yaml").read_text()
+    project.add_spec("other.yaml", text.replace("id: caligari\n", "id: other\n", 1)
+                     .replace("title: The Cabinet of Dr. Caligari", "title: Another Cabinet", 1))
+    project.succeed_at(2)
+    project.server.add(step="conflict_check", contains="TURN 1.", regex="STORY: The Cabinet", reply=FACT_CONFLICT)
+    first = project.run("-q", "-p", "cacheprovider")
+    # caligari: the episode and its two achievements fail; everything else passes.
+    first.assert_outcomes(passed=12, failed=3)
+
+    project.server.reset()
+    project.succeed_at(2)  # the narrator "got fixed"
+    again = project.run("-q", "-p", "cacheprovider", "--lf")
+    again.stdout.fnmatch_lines(["*3 passed, 12 deselected*"])
