@@ -30,10 +30,9 @@ def _roll(*parts: Any) -> int:
 
 
 def narrate(request: RecordedRequest) -> str:
-    action = _tag(request.text, "player_input") or "wait"
-    action = re.sub(r"^I\s+", "", action.rstrip(".!?"))
-    return (f"You {action[0].lower() + action[1:] if action else 'wait'}. The world answers in kind: "
-            "the people around you react, and the story moves a step further.")
+    action = (_tag(request.text, "player_input") or "I wait").rstrip(".!?")
+    said = f"You {action[2:]}" if action.startswith("I ") else f"You act: {action}"
+    return f"{said}. The world answers in kind: the people around you react, and the story moves a step further."
 
 
 def play(request: RecordedRequest) -> str:
