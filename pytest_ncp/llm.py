@@ -202,7 +202,8 @@ class ModelClient:
                 status, retry_after = _classify(exc)
                 if status == 429:
                     limiter.throttled()
-                retryable = status in _RETRYABLE_STATUS or status is None and _is_transient(exc)
+                retryable = (status in _RETRYABLE_STATUS or status is None and _is_transient(exc)) \
+                    and not _missing_key(exc)
                 if not retryable or attempt > self.max_retries:
                     raise ModelError(
                         f"{role} call to {model} failed after {attempt} attempt(s): "
@@ -299,6 +300,13 @@ def _retry_after(headers: Any) -> float | None:
     except ValueError:
         parsed = email.utils.parsedate_to_datetime(str(value))
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def _missing_key(exc: BaseException) -> bool:
+    # The OpenAI client refuses to start without a key; litellm reports that as a server error (500),
+    # but no retry can fix a missing setting.
+    text = str(exc)
+    return "Missing credentials" in text or "api_key client option must be set" in text
 
 
 def _is_transient(exc: BaseException) -> bool:

@@ -101,3 +101,12 @@ def test_tokens_are_counted_per_episode(play, caligari):
     assert result.usage.calls == 8  # four audit steps per turn, no narrator model calls
     assert result.usage.tokens > 0
     assert result.to_dict()["tokens"] == result.usage.tokens
+
+
+def test_a_missing_api_key_fails_at_once_and_says_which_variable(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    client = ModelClient(backoff=0.0)  # no api_base: the OpenAI client checks its key before any request
+    with pytest.raises(ModelError) as info:
+        asyncio.run(client.complete("narrator", "openai/gpt-4o-mini", [{"role": "user", "content": "hi"}]))
+    assert info.value.attempts == 1
+    assert "OPENAI_API_KEY" in str(info.value)
