@@ -119,20 +119,29 @@ def load_specs_or_report(paths: Sequence[str]) -> tuple[list, list] | None:
 # --- commands ------------------------------------------------------------------------------------
 
 
-def cmd_validate(args: argparse.Namespace) -> int:
-    loaded = load_specs_or_report(args.paths)
+def check_specs(paths: Sequence[str], *, lint: bool) -> tuple[list, list, list] | None:
+    """Load specs and print their problems (and, with ``lint``, their lint findings): validate and lint share it."""
+    loaded = load_specs_or_report(paths)
     if loaded is None:
-        return EXIT_FAILED
+        return None
     specs, errors = loaded
     for err in errors:
         print(err)
-    findings = []
-    if getattr(args, "strict", False):
+    findings: list = []
+    if lint:
         from .lint import lint_spec
 
         findings = [f for spec in specs for f in lint_spec(spec)]
         for finding in findings:
             print(finding)
+    return specs, errors, findings
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    checked = check_specs(args.paths, lint=getattr(args, "strict", False))
+    if checked is None:
+        return EXIT_FAILED
+    specs, errors, findings = checked
     problems = sum(len(e.problems) for e in errors)
     print(f"{len(specs)} spec(s) valid, {len(errors)} with problems ({problems} problem(s))")
     if getattr(args, "strict", False):

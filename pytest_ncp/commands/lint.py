@@ -25,23 +25,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from ..cli import load_specs_or_report
-    from ..lint import RULES, lint_spec
+    from ..cli import check_specs
+    from ..lint import RULES
 
     if args.list_rules:
         width = max(map(len, RULES))
         for name, description in RULES.items():
             print(f"{name:<{width}}  {description}")
         return EXIT_OK
-    loaded = load_specs_or_report(args.paths)
-    if loaded is None:
+    checked = check_specs(args.paths, lint=True)
+    if checked is None:
         return EXIT_FAILED
-    specs, errors = loaded
-    for err in errors:
-        print(err)
-    findings = [f for spec in specs for f in lint_spec(spec)]
-    for finding in findings:
-        print(finding)
+    specs, errors, findings = checked
     flagged = len({f.path for f in findings})
     invalid = f", {len(errors)} invalid (fix them first: `ncp validate`)" if errors else ""
     print(f"{len(specs)} spec(s) linted: {len(findings)} finding(s) in {flagged} spec(s){invalid}")
