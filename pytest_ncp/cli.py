@@ -36,10 +36,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
-def _parser() -> argparse.ArgumentParser:
-    from .config import PLAYER_KINDS
+class _HelpFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default, when it has one worth showing."""
 
-    parser = argparse.ArgumentParser(prog="ncp", description="Narrative Commitment Preservation: test narrator agents.")
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if ("default" in text.lower() or default in (None, False, argparse.SUPPRESS)
+                or isinstance(action, (argparse._HelpAction, argparse._VersionAction))):
+            return text
+        shown = " ".join(map(str, default)) if isinstance(default, (list, tuple)) else "%(default)s"
+        return f"{text} (default: {shown})"
+
+
+class _Parser(argparse.ArgumentParser):
+    """``ncp`` and all its sub-commands (sub-parsers are made of the parent's class) show defaults."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pytest-ncp")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+        return "unknown"
+
+
+def _parser() -> argparse.ArgumentParser:
+    from .config import DEFAULT_AUDITOR_MODEL, PLAYER_KINDS
+
+    parser = _Parser(prog="ncp", description="Narrative Commitment Preservation: test narrator agents.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("validate", help="check spec files; print path:line: field: message for each problem")
@@ -53,16 +84,19 @@ def _parser() -> argparse.ArgumentParser:
 
     def run_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("--specs", nargs="+", default=["specs"], metavar="PATH", help="spec files or directories")
-        p.add_argument("--player", default="scripted", choices=PLAYER_KINDS)
+        p.add_argument("--player", default="scripted", choices=PLAYER_KINDS,
+                       help="who plays: the spec's scripted inputs, or an LLM-simulated player (needs --player-model)")
         p.add_argument("--narrator-model", help="litellm model for built-in narrators (e.g. openai/gpt-4o-mini)")
         p.add_argument("--player-model", help="litellm model for simulated players")
-        p.add_argument("--auditor-model", default=None, help="litellm model of the auditor")
+        p.add_argument("--auditor-model", default=None,
+                       help=f"litellm model of the auditor (default: {DEFAULT_AUDITOR_MODEL})")
         p.add_argument("--api-base", help="OpenAI-compatible endpoint for every role (overrides env vars)")
-        p.add_argument("--max-turns", type=_positive, default=100)
-        p.add_argument("--repeats", type=_positive, default=1)
+        p.add_argument("--max-turns", type=_positive, default=100, help="turn limit per episode")
+        p.add_argument("--repeats", type=_positive, default=1, help="episodes per spec (pass^k needs k >= 2)")
         p.add_argument("--concurrency", type=_positive, default=16, help="episodes and calls in flight")
         p.add_argument("--timeout", type=float, default=120.0, help="seconds per model call")
-        p.add_argument("--survival-turn", type=_positive, default=20, help="turn of the headline survival figure")
+        p.add_argument("--survival-turn", type=_positive, default=None,
+                       help="turn of the headline survival figure (default: 20, or --max-turns when lower)")
         p.add_argument("--min-survival", metavar="RATE[@TURN]", help="exit 1 when survival@TURN < RATE")
         p.add_argument("--out", metavar="DIR", help="write DIR/results.json and DIR/traces/*.jsonl")
         p.add_argument("--resume", action="store_true",
@@ -156,7 +190,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: str | None = None) -> int:
+def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: str | None = None,
+            demo: bool = False) -> int:
     from .metrics import Gate
     from .report.progress import ProgressDisplay
     from .narrators import NarratorLoadError
@@ -174,8 +209,9 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
         narrator=narrator or args.narrator, narrator_model=args.narrator_model, player=args.player,
         player_model=args.player_model, auditor_model=args.auditor_model or DEFAULT_AUDITOR_MODEL,
         api_base=api_base or args.api_base, max_turns=args.max_turns, repeats=args.repeats,
-        concurrency=args.concurrency, timeout=args.timeout, survival_turn=args.survival_turn,
-        record_mode=args.record_mode, cassettes=args.cassettes,
+        concurrency=args.concurrency, timeout=args.timeout,
+        survival_turn=args.survival_turn or min(20, args.max_turns),
+        record_mode=args.record_mode, cassettes=args.cassettes, demo=demo,
     )
     if args.resume and not args.out:
         return _usage("--resume needs --out DIR (the directory of the run to continue)")
@@ -208,6 +244,8 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
 
     metrics = compute_metrics([r.to_dict() for r in results], survival_turn=config.survival_turn)
     print(_summary(metrics, config.survival_turn))
+    if config.demo:
+        print("offline demo: every model was the bundled scripted server; these figures judge no real model")
     if args.out:
         print(f"results: {Path(args.out) / 'results.json'}")
     if gate:
@@ -230,7 +268,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             args.player_model = args.player_model or "openai/demo-player"
         print(f"offline demo: every model is the scripted server at {server.base_url} "
               "(scripted answers, not real judgments)")
-        return cmd_run(args, narrator="pytest_ncp.narrators:LLMNarrator", api_base=server.base_url)
+        return cmd_run(args, narrator="pytest_ncp.narrators:LLMNarrator", api_base=server.base_url, demo=True)
 
 
 def _summary(m: dict, turn: int) -> str:

@@ -9,8 +9,9 @@ so are pytest *errors*, never failures. Under a survival gate, conflicts are xfa
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import pytest
 
@@ -26,22 +27,99 @@ class NarrativeFailure(AssertionError):
     """A narrator broke a commitment: the message is the whole failure text, headline first."""
 
 
-class EpisodeError(Exception):
-    """The episode could not be judged (auditor, model or narrator error)."""
+class EpisodeError(pytest.fail.Exception):  # type: ignore[name-defined,misc]
+    """The episode could not be judged (auditor, model or narrator error).
+
+    Raised in ``setup``, so pytest reports an error, not a failure. It is pytest's own ``Failed``
+    outcome without a Python traceback: pytest formats setup errors itself (item.repr_failure is only
+    used for the call phase), and the engine's traceback says nothing about the narrator. The message
+    is the whole story: headline, error kind and message, the trace file (which keeps the traceback).
+    """
+
+    __module__ = "builtins"  # as pytest's own Failed: the summary line reads "EpisodeError: <headline>"
+
+    def __init__(self, message: str):
+        super().__init__(message, pytrace=False)
 
 
-class SpecInvalid(Exception):
-    """A spec file failed validation; the message lists path:line: field: message."""
+class SpecInvalid(pytest.fail.Exception):  # type: ignore[name-defined,misc]
+    """A spec file failed validation; the message lists path:line: field: message (no traceback)."""
+
+    __module__ = "builtins"
+
+    def __init__(self, message: str):
+        super().__init__(f"invalid spec\n{message}", pytrace=False)
 
 
 def _key(spec_id: str, repeat: int, repeats: int) -> str:
     return spec_id if repeats == 1 else f"{spec_id}-r{repeat}"
 
 
-class SpecFile(pytest.File):
-    """A YAML spec. Collected by the plugin from ``--ncp-specs``, not from pytest's own arguments."""
+def add_default_spec_paths(config: pytest.Config, specs: Sequence[Path]) -> None:
+    """Spec tests come from ``--ncp-specs`` / ``ncp_specs`` when no path was given on the command line.
 
-    ncp: NcpSession
+    ``pytest`` alone (or ``testpaths``) runs the configured specs beside the usual tests; ``pytest
+    tests/test_x.py`` runs just that file; ``pytest specs/caligari.yaml`` just that spec. xdist workers
+    re-parse the same command line, so they decide the same way.
+    """
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        return
+    here = Path(config.invocation_params.dir)
+    given = [(here / a.split("::", 1)[0]).resolve() for a in config.args]
+    for spec in specs:
+        path = (here / spec).resolve()
+        if not any(path == g or g in path.parents for g in given):
+            config.args.append(str(path))
+
+
+def is_spec_file(config: pytest.Config, specs: Sequence[Path], file_path: Path) -> bool:
+    """A YAML file is a spec when it lies under a configured spec path or was named on the command line."""
+    path = file_path.resolve()
+    here = Path(config.invocation_params.dir)
+    for root in specs:
+        root = (here / root).resolve()
+        if path == root or root in path.parents:
+            return True
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        return any((here / a.split("::", 1)[0]).resolve() == path for a in config.args)
+    return False
+
+
+def episode_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist scheduling that sends every test of one episode to the same worker.
+
+    A scope per (spec file, episode key) for spec items; any other test keeps its own scope, so it
+    is load-balanced as with ``--dist load`` (or grouped by ``xdist_group`` under ``loadgroup``).
+    """
+    from xdist.scheduler import LoadGroupScheduling
+
+    class EpisodeScheduling(LoadGroupScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            scope = episode_scope(nodeid)
+            return scope if scope is not None else super()._split_scope(nodeid)
+
+    return EpisodeScheduling(config, log)
+
+
+_SPEC_ITEM = re.compile(r"^(?P<file>[^:]+\.ya?ml)::(?:episode\[(?P<e>[^\]]+)\]|commitment\[(?P<c>[^\]]+):[^:\]]+\])")
+
+
+def episode_scope(nodeid: str) -> str | None:
+    """``specs/x.yaml::episode[x]`` and ``specs/x.yaml::commitment[x:C1]`` -> ``specs/x.yaml::x``."""
+    m = _SPEC_ITEM.match(nodeid)
+    if m is None:
+        return None
+    return f"{m['file']}::{m['e'] or m['c']}"
+
+
+class SpecFile(pytest.File):
+    """A YAML spec, collected through ``pytest_collect_file`` (see ``is_spec_file``)."""
+
+    @property
+    def ncp(self) -> NcpSession:
+        from .plugin import SESSION_KEY
+
+        return self.config.stash[SESSION_KEY]
 
     def collect(self) -> Iterable[pytest.Item]:
         from .spec import SpecError, load_spec
@@ -70,13 +148,19 @@ class SpecFile(pytest.File):
             return self.path
 
 
+def _nodeid(kwargs: dict[str, Any]) -> dict[str, Any]:
+    # Given as a string, the node id is parsed the way pytest parses the ids it stored (the --lf
+    # cache, ids pasted on the command line): pytest 9.2 compares structured ids, and a name like
+    # ``episode[caligari]`` built by the default child() would keep its brackets unparsed.
+    kwargs.setdefault("nodeid", f"{kwargs['parent'].nodeid}::{kwargs['name']}")
+    return kwargs
+
+
 class _SpecItem(pytest.Item):
     def __init__(self, *, spec: NarrativeSpec, repeat: int, **kwargs: Any):
-        super().__init__(**kwargs)
+        super().__init__(**_nodeid(kwargs))
         self.spec, self.repeat = spec, repeat
         self.add_marker(MARKER)
-        # pytest-xdist (--dist loadgroup, which the plugin selects) keeps a spec's tests on one worker.
-        self.add_marker(pytest.mark.xdist_group(f"ncp:{spec.id}:{repeat}"))
         self.result: EpisodeResult | None = None
 
     @property
@@ -89,9 +173,14 @@ class _SpecItem(pytest.Item):
         if self.result.error:
             from .report.text import headline
 
-            raise EpisodeError(f"{headline(self.result)}\n\n{self.result.error.message}"
-                               + (f"\n\n{self.result.error.traceback}" if self.result.error.traceback else "")
-                               + (f"\n\ntrace: {self.result.trace}" if self.result.trace else ""))
+            error = self.result.error
+            text = f"{headline(self.result)}\n\n{error.kind} error:\n{error.message}"
+            if self.result.trace:
+                text += f"\n\ntrace: {self.result.trace}" + (" (the traceback is in it; -vv shows it here)"
+                                                              if error.traceback else "")
+            if error.traceback and (self.config.option.verbose or 0) >= 2:
+                text += f"\n\n{error.traceback}"
+            raise EpisodeError(text)
 
     def _properties(self, result: EpisodeResult) -> None:
         pass
@@ -156,7 +245,7 @@ class InvalidSpecItem(pytest.Item):
     """Stands for a spec that failed validation: an error for that file only; the rest still runs."""
 
     def __init__(self, *, message: str, **kwargs: Any):
-        super().__init__(**kwargs)
+        super().__init__(**_nodeid(kwargs))
         self.message = message
         self.add_marker(MARKER)
 
@@ -165,11 +254,6 @@ class InvalidSpecItem(pytest.Item):
 
     def runtest(self) -> None:  # pragma: no cover - setup always raises
         raise SpecInvalid(self.message)
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
-        if isinstance(excinfo.value, SpecInvalid):
-            return f"invalid spec\n{excinfo.value}"
-        return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         return self.path, None, "invalid spec"

@@ -27,6 +27,7 @@ class RunConfig:
     survival_turn: int = 20
     record_mode: str | None = None  # none | once | new_episodes | all; None: cassettes off
     cassettes: str | None = None    # directory of cassettes
+    demo: bool = False              # every model is the bundled scripted server: figures judge no model
 
     def validate(self) -> list[str]:
         problems = []

@@ -140,9 +140,11 @@ def resolve(config: pytest.Config) -> Settings:
         max_turns=integer("max-turns"),
         repeats=integer("repeats"),
         concurrency=integer("concurrency"),
-        survival_turn=gate.turn if gate else 20,
+        # The headline turn is one the run can reach: survival@5 for a 5-turn run, not survival@20.
+        survival_turn=gate.turn if gate else min(20, integer("max-turns")),
         record_mode=values["record-mode"] or None,
         cassettes=str(values["cassettes"] or Path(config.rootpath) / "cassettes") if values["record-mode"] else None,
+        demo=demo,
     )
     problems.extend(p for p in run.validate() if "record mode" in p)
     if player in PLAYER_KINDS and player != "scripted" and not run.player_model:

@@ -39,12 +39,9 @@ def pytest_configure(config: pytest.Config) -> None:
     trace_root = Path(config.rootpath) / ".pytest_cache" / "ncp"
     ncp = config.stash[SESSION_KEY] = NcpSession(settings, is_worker=is_worker, trace_root=trace_root)
     config.pluginmanager.register(_ReportListener(ncp), "ncp-reports")
-    # A spec's episode and commitment tests must share a worker: load balancing by group does that.
-    if is_worker:
-        if config.workerinput.get(LOADGROUP_KEY):  # type: ignore[attr-defined]
-            config.option.loadgroup = True  # read by xdist's worker to suffix nodeids with the group
-    elif getattr(config.option, "dist", "no") in ("load", "worksteal"):
-        config.option.dist = "loadgroup"
+    from .collect import add_default_spec_paths
+
+    add_default_spec_paths(config, settings.specs)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(), "ncp-xdist")
 
@@ -53,23 +50,17 @@ def _ncp(config: pytest.Config) -> NcpSession | None:
     return config.stash.get(SESSION_KEY, None)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    # tryfirst: spec items must exist before -k / -m deselection and --lf reordering see the list.
-    ncp = _ncp(config)
-    if ncp is None:
-        return
-    from .collect import SpecFile
-    from .spec import SpecError, spec_files
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    # Spec files are collected the pytest way, so paths and node ids on the command line, -k, --lf,
+    # --ff and --sw select them like any test file (collect.is_spec_file says which YAML files count).
+    ncp = _ncp(parent.config)
+    if ncp is None or file_path.suffix not in (".yaml", ".yml"):
+        return None
+    from .collect import SpecFile, is_spec_file
 
-    try:
-        paths = spec_files(ncp.settings.specs)
-    except SpecError as exc:
-        raise pytest.UsageError(f"pytest-ncp: {exc}") from None
-    for path in paths:
-        node = SpecFile.from_parent(session, path=path.resolve())
-        node.ncp = ncp
-        items.extend(node.collect())
+    if not is_spec_file(parent.config, ncp.settings.specs, file_path):
+        return None
+    return SpecFile.from_parent(parent, path=file_path)
 
 
 def pytest_runtestloop(session: pytest.Session) -> None:
@@ -82,16 +73,18 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     ncp.prefetch([(i.spec, i.repeat) for i in session.items if isinstance(i, EpisodeItem)])
 
 
-LOADGROUP_KEY = "ncp_loadgroup"
-
-
 class _XdistHooks:
     """Registered only when pytest-xdist is installed (its hooks are unknown to pytest otherwise)."""
 
-    def pytest_configure_node(self, node: Any) -> None:
-        # Workers re-parse the command line, where --dist is absent: tell them grouping is on.
-        if node.config.option.dist == "loadgroup":
-            node.workerinput[LOADGROUP_KEY] = True
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        # Every test of a (spec, repeat) reads one episode: they must run on one worker, or the
+        # episode runs once per worker. Grouping by xdist_group marks depends on how each xdist
+        # version rewrites node ids on the worker, so the grouping is done here, from node ids alone.
+        if config.getvalue("dist") in ("load", "loadgroup", "worksteal"):
+            from .collect import episode_scheduler
+
+            return episode_scheduler(config, log)
+        return None  # loadscope / loadfile keep a file together already; each runs everything anyway
 
 
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:

@@ -138,6 +138,7 @@ def _run_view(index: int, run: RunData) -> dict[str, Any]:
                                                  "auditor_model", "max_turns", "repeats", "prompt_version")
                    if config.get(k) is not None],
         "reviews_path": str(run.reviews_path) if run.reviews_path else None,
+        "demo": bool(config.get("demo")),
         "episodes": [_episode_view(run, f"r{index}-e{j}", e) for j, e in enumerate(run.episodes)],
     }
 

@@ -38,8 +38,10 @@ class Project:
     def add_spec(self, name: str, text: str) -> None:
         (self.pytester.path / "specs" / name).write_text(text)
 
-    def twin(self, spec_id: str) -> None:
+    def twin(self, spec_id: str, title: str | None = None) -> None:
         text = (SPECS / "caligari.yaml").read_text().replace("id: caligari\n", f"id: {spec_id}\n", 1)
+        if title is not None:  # prompts name the story by title: a distinct title tells episodes apart
+            text = text.replace("title: The Cabinet of Dr. Caligari\n", f"title: {title}\n", 1)
         self.add_spec(f"{spec_id}.yaml", text)
 
     def args(self, *extra: str, narrator: str = "agent:Narrator", max_turns: int = 4) -> list[str]:

@@ -74,4 +74,6 @@ def test_last_failed_reruns_only_the_failed_narrative_tests(project):
     project.server.reset()
     project.succeed_at(2)  # the narrator "got fixed"
     again = project.run("-q", "-p", "cacheprovider", "--lf")
-    again.stdout.fnmatch_lines(["*3 passed, 12 deselected*"])
+    # Only the three failed tests ran (pytest 8.0 skips the other files whole, 9.x deselects them).
+    outcomes = again.parseoutcomes()
+    assert outcomes.get("passed") == 3 and set(outcomes) <= {"passed", "deselected"}, outcomes

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.integration.conftest import FACT_CONFLICT
 
 
@@ -56,3 +58,39 @@ def test_success_passes_every_test(project):
     result = project.run("-q", "-rA")
     result.assert_outcomes(passed=7)
     assert len([r for r in project.server.requests if r.step == "conflict_check"]) == 2
+
+
+def _error_block(lines: list[str], title: str) -> list[str]:
+    start = next(i for i, line in enumerate(lines) if title in line)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith(("___", "===="))), len(lines))
+    return lines[start:end]
+
+
+def test_an_errored_episode_reads_in_a_few_lines_with_the_traceback_kept_in_the_trace(project):
+    result = project.run(narrator="agent:Exploding")
+    block = _error_block(result.stdout.lines, "ERROR at setup of episode[caligari]")
+    assert len(block) < 40, "\n".join(block)
+    text = "\n".join(block)
+    assert "caligari: narrator error after turn 1: RuntimeError: narrator backend fell over" in text
+    assert "narrator error:" in text and "trace: " in text
+    assert "Traceback" not in text and "pluggy" not in text and "_pytest" not in text
+    trace = next(line.split("trace: ", 1)[1].split(" (", 1)[0] for line in block if line.startswith("trace: "))
+    assert "Traceback (most recent call last)" in open(trace, encoding="utf-8").read()
+    # The summary line names the error, not a class path.
+    result.stdout.fnmatch_lines(["ERROR specs/caligari.yaml::episode?caligari? - EpisodeError: caligari*"])
+
+
+def test_very_verbose_shows_the_narrator_traceback(project):
+    result = project.run("-vv", "-k", "episode", narrator="agent:Exploding")
+    block = "\n".join(_error_block(result.stdout.lines, "ERROR at setup of episode[caligari]"))
+    assert "Traceback (most recent call last)" in block and "narrator backend fell over" in block
+
+
+def test_an_auditor_error_message_is_whole(project):
+    project.server.add(step="trajectory_update", reply="not json at all")
+    result = project.run("-k", "episode")
+    block = "\n".join(_error_block(result.stdout.lines, "ERROR at setup of episode[caligari]"))
+    trace = project.pytester.path / ".pytest_cache" / "ncp" / "traces" / "caligari--r0.jsonl"
+    recorded = [json.loads(line) for line in trace.read_text().splitlines()]
+    message = next(e["message"] for e in recorded if e["event"] == "error")
+    assert f"auditor error:\n{message}" in block

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
+from collections import Counter
 
 import pytest
 
@@ -11,8 +13,8 @@ from tests.integration.conftest import FACT_CONFLICT
 
 
 def three_specs(project):
-    project.twin("b-spec")
-    project.twin("c-spec")
+    project.twin("b-spec", title="Second Cabinet")
+    project.twin("c-spec", title="Third Cabinet")
     project.server.add(step="conflict_check", contains="TURN 2.",
                        reply=lambda r: FACT_CONFLICT if "<narration>" in r.text and _once(project) else {"conflicts": []})
     project.succeed_at(3)
@@ -25,20 +27,47 @@ def _once(project):
     return True
 
 
-def test_xdist_gives_the_same_outcomes_and_gate(project):
+def _calls_per_episode(project) -> Counter:
+    """(story title, step, turn) -> requests: an episode that ran twice shows up as a count of 2."""
+    calls: Counter = Counter()
+    for r in project.server.requests:
+        story = re.search(r"STORY: ([^.\n]+)", r.text)
+        turn = re.search(r"TURN (\d+)\.", r.text)
+        calls[(story and story[1], r.step or r.role, turn and turn[1])] += 1
+    return calls
+
+
+def _verdicts(out) -> dict:
+    data = json.loads((out / "results.json").read_text())
+    return {(e["spec_id"], e["repeat"]): (e["termination"], e["turns"], e["failure"], e["commitments"])
+            for e in data["episodes"]}
+
+
+@pytest.mark.parametrize("dist", ["load", "loadgroup"])
+def test_xdist_runs_each_episode_once_with_the_same_verdicts(project, dist):
     three_specs(project)
     out = project.pytester.path / "out"
-    result = project.run_subprocess("-n", "2", "-q", "--ncp-min-survival=0.6@4", f"--ncp-report={out}")
+    result = project.run_subprocess("-n", "2", f"--dist={dist}", "-q", "--ncp-min-survival=0.6@4",
+                                    f"--ncp-report={out}")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     result.stdout.fnmatch_lines(["*ncp survival gate PASSED: survival@4 = 66.7% (95% CI *, 3 episodes)*"])
     outcomes = result.parseoutcomes()
     # The conflicting episode and its two achievements are xfailed; two specs pass all 7 tests.
     assert outcomes["passed"] == 14 + 4 and outcomes["xfailed"] == 3
-    data = json.loads((out / "results.json").read_text())
-    assert len(data["episodes"]) == 3 and data["metrics"]["conflict_rates"]["fact"] == pytest.approx(1 / 3)
-    # Each episode ran exactly once although its tests were spread over workers' schedules.
-    # conflict at turn 2 in one spec, success at turn 3 in the others: no episode ran twice.
-    assert len([r for r in project.server.requests if r.step == "conflict_check"]) == 2 + 3 + 3
+    calls = _calls_per_episode(project)
+    # Every (episode, step, turn) reached the model exactly once: no episode ran on two workers.
+    assert calls and max(calls.values()) == 1, {k: v for k, v in calls.items() if v > 1}
+    assert {story for story, _, _ in calls} == {"The Cabinet of Dr", "Second Cabinet", "Third Cabinet"}
+    parallel = _verdicts(out)
+
+    project.server.reset()
+    project.__dict__.pop("_done", None)
+    three_specs(project)
+    serial_out = project.pytester.path / "serial"
+    serial = project.run_subprocess("-n", "0", "-q", "--ncp-min-survival=0.6@4", f"--ncp-report={serial_out}")
+    assert serial.ret == pytest.ExitCode.OK, serial.stdout.str()
+    # Which spec conflicts depends on which episode asks first; the verdicts as a set are the same.
+    assert sorted(parallel.values(), key=str) == sorted(_verdicts(serial_out).values(), key=str)
 
 
 def test_without_xdist(project):
@@ -70,6 +99,7 @@ def test_an_xdist_worker_starts_the_next_episode_early(project):
         project.twin(f"t-{i}")
     project.server.latency = 0.05
     result = project.run_subprocess("-n", "1", "-q", "-k", "episode")
-    assert result.ret in (0, 1), result.stdout.str()
+    # Nothing fulfils the achievements, but only commitment tests check them: every episode passes.
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     # One episode alone has its four audit calls in flight; two overlapping episodes have more.
     assert project.server.max_in_flight > 4
