@@ -579,8 +579,11 @@ def read_candidates(path: str | Path) -> list[Candidate]:
 # --- drafting ------------------------------------------------------------------------------------
 
 DRAFT_STEP = "spec_draft"
-# Spec fields the command fills from what it already knows; the model writes the rest.
-OWN_FIELDS: tuple[str, ...] = ("id", "title", "source", "genres", "review")
+# Spec fields the command fills from what it already knows (or leaves to people: world_rules); the
+# model writes the rest.
+OWN_FIELDS: tuple[str, ...] = ("id", "title", "source", "genres", "review", "world_rules")
+# Lint rules about facts only the person drafting knows; the model is not asked to fix them.
+AUTHOR_RULES: tuple[str, ...] = ("missing-public-domain",)
 PROSE_FIELDS: tuple[tuple[str, ...], ...] = (("player", "briefing"), ("synopsis",))
 _ID = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
 # JSON-Schema keywords that strict structured outputs reject or that only restate what validation
@@ -598,6 +601,7 @@ class DraftRequest:
     synopsis: str
     genres: tuple[str, str] | None = None  # None: the model chooses
     medium: str = "film"
+    public_domain: str | None = None  # source.public_domain; the person drafting knows it, not the model
 
 
 def slug(text: str) -> str:
@@ -695,7 +699,8 @@ def assemble_spec(request: DraftRequest, answer: Mapping[str, Any]) -> dict[str,
     genres = list(request.genres) if request.genres else answer.get("genres")
     data: dict[str, Any] = {
         "id": request.spec_id, "title": request.title,
-        "source": {"work": request.title, "year": request.year, "medium": request.medium},
+        "source": {"work": request.title, "year": request.year, "medium": request.medium,
+                   **({"public_domain": request.public_domain} if request.public_domain else {})},
         "genres": genres,
     }
     for key in ("player", "synopsis", "initial_facts", "commitments", "trajectory", "scripted_inputs"):
@@ -980,8 +985,9 @@ def spec_problems(text: str, path: str) -> tuple[NarrativeSpec | None, list[str]
 
 
 def draft_problems(text: str, path: str, request: DraftRequest) -> list[str]:
-    """Everything wrong with a rendered draft: validation, lint, and the player it must be."""
+    """Everything wrong with a rendered draft that the model can fix: validation, lint, the player it must be."""
     spec, problems = spec_problems(text, path)
+    problems = [p for p in problems if not any(f": {rule}: " in p for rule in AUTHOR_RULES)]
     if spec is not None:
         wanted = {p.casefold() for p in name_parts(request.character) or [request.character]}
         got = {p.casefold() for p in name_parts(spec.player.name) or [spec.player.name]}

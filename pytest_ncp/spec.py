@@ -33,6 +33,12 @@ class Source(_Model):
     work: str = Field(min_length=1, description="Title of the film, book or play the spec retells.")
     year: int = Field(ge=1000, le=2100)
     medium: Literal["film", "book", "play"]
+    public_domain: str | None = Field(
+        default=None, min_length=1,
+        description="Why the work, and any work it adapts (a film's novel, a play's story), is free to use: "
+                    "e.g. 'US public domain: published 1925, before 1930' or 'copyright not renewed (1948 film); "
+                    "the 1939 novel ...'. Optional for the schema; `ncp lint` flags a spec without it.",
+    )
 
 
 class PlayerCharacter(_Model):
@@ -70,10 +76,31 @@ class TrajectoryNode(_Model):
 
 
 class Review(_Model):
+    """Who read the spec against which checklist, what they found and what was changed (issue 11).
+
+    A reviewer is a fresh reader (a person or a named model) who did not write the spec.
+    """
+
     status: Literal["draft", "reviewed"] = "draft"
-    reviewer: str | None = None
+    reviewer: str | None = Field(default=None, description="Who or what reviewed the spec; not its author.")
     date: _dt.date | None = None
+    checklist: list[str] = Field(
+        default_factory=list,
+        description="The checks the reviewer made: lint rule names and REVIEW_CHECKS items (docs/specs.md).",
+    )
+    findings: list[str] = Field(default_factory=list, description="What the review found, one item each.")
+    fixes: list[str] = Field(default_factory=list, description="What was changed because of the findings.")
     notes: str | None = None
+
+
+class WorldRules(_Model):
+    """Per-spec changes to the shared default world rules (pytest_ncp/world_rules.yaml)."""
+
+    drop: list[str] = Field(
+        default_factory=list, description="Ids of default world rules that do not hold in this story (e.g. W1 "
+                                          "where the dead walk).")
+    replace: dict[str, str] = Field(
+        default_factory=dict, description="Default world rule id -> this story's wording of it.")
 
 
 class NarrativeSpec(_Model):
@@ -91,11 +118,14 @@ class NarrativeSpec(_Model):
     commitments: list[Commitment] = Field(min_length=1)
     trajectory: list[TrajectoryNode] = Field(min_length=1)
     scripted_inputs: list[str] = Field(default_factory=list)
+    world_rules: WorldRules | None = Field(
+        default=None, description="Drop or reword the shared default world rules (W1, W2, ...) for this story.")
     review: Review | None = None
 
     # Where the spec came from, for file:line in headlines and errors (not part of the format).
     _path: str | None = PrivateAttr(default=None)
     _lines: dict = PrivateAttr(default_factory=dict)
+    _world: list | None = PrivateAttr(default=None)
 
     @field_validator("genres")
     @classmethod
@@ -109,8 +139,22 @@ class NarrativeSpec(_Model):
     def achievements(self) -> list[Commitment]:
         return [c for c in self.commitments if c.kind == "achievement"]
 
+    @property
+    def world_rule_commitments(self) -> list[Commitment]:
+        """The shared default world rules in force for this spec, as invariants (ids W1, W2, ...)."""
+        if self._world is None:
+            from .world_rules import rules_in_force
+
+            self._world = rules_in_force(self.world_rules)
+        return list(self._world)
+
+    @property
+    def all_commitments(self) -> list[Commitment]:
+        """What the auditor judges: the default world rules in force, then the spec's own commitments."""
+        return [*self.world_rule_commitments, *self.commitments]
+
     def commitment(self, commitment_id: str) -> Commitment:
-        for c in self.commitments:
+        for c in self.all_commitments:
             if c.id == commitment_id:
                 return c
         raise KeyError(commitment_id)
@@ -279,7 +323,26 @@ def _cross_checks(data: dict, path: str, lines: dict[tuple, int]) -> list[SpecPr
             add(("commitments", i), "an ordering commitment needs both `before` and `after` (trajectory node ids)")
     if isinstance(data.get("commitments"), list) and not any(c.get("kind") == "achievement" for _, c in commitments):
         add(("commitments",), "a spec needs at least one `achievement` commitment (the run succeeds when all are met)")
+    _check_world_rules(data, add, commitments)
     return problems
+
+
+def _check_world_rules(data: dict, add: Any, commitments: list[tuple[int, dict]]) -> None:
+    from .world_rules import default_rules
+
+    defaults = {r.id for r in default_rules()}
+    overrides = data.get("world_rules")
+    if isinstance(overrides, dict):
+        for key in ("drop", "replace"):
+            value = overrides.get(key)
+            for j, ref in enumerate(value if isinstance(value, (list, dict)) else []):
+                if ref not in defaults:
+                    loc = ("world_rules", key, j) if key == "drop" else ("world_rules", key, ref)
+                    add(loc, f"{ref!r} names no default world rule (known: {_known(defaults)})")
+    for i, c in commitments:
+        if c.get("id") in defaults:
+            add(("commitments", i, "id"), f"id {c.get('id')!r} is taken by a default world rule; "
+                                          f"use another id (C1, C2, ...)")
 
 
 def _known(ids: set) -> str:

@@ -61,6 +61,9 @@ def register(sub: Any) -> None:
     src.add_argument("--genres", metavar="A,B", help="primary,secondary genre (default: the candidate's, or the "
                                                      "model chooses)")
     src.add_argument("--medium", choices=("film", "book", "play"), default="film", help="kind of work")
+    src.add_argument("--public-domain", metavar="TEXT",
+                     help="source.public_domain: why the work (and any work it adapts) is free to use; without it "
+                          "the draft is written but `ncp lint` flags missing-public-domain")
     d.add_argument("--model", required=True, help="litellm model name, e.g. openai/gpt-4o")
     d.add_argument("--api-base", help="OpenAI-compatible endpoint (overrides env vars)")
     d.add_argument("--attempts", type=_positive, default=3, help="drafts to try before giving up (default 3)")
@@ -141,6 +144,8 @@ def cmd_draft(args: argparse.Namespace) -> int:
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, out)
     print(f"wrote {out} (review: draft). Read it, then: ncp specs review {out} --approve --reviewer NAME")
+    if not request.public_domain:
+        print(f"note: {out} has no source.public_domain; add why the work is free to use (or pass --public-domain)")
     return EXIT_OK
 
 
@@ -185,7 +190,7 @@ def _draft_request(args: argparse.Namespace) -> tuple[Any, Path]:
     if problem:
         raise ValueError(problem)
     return DraftRequest(spec_id=out.stem, title=title, year=int(year), character=character, synopsis=synopsis,
-                        genres=genres, medium=args.medium), out
+                        genres=genres, medium=args.medium, public_domain=args.public_domain), out
 
 
 async def _draft(args: argparse.Namespace, request: Any, out: Path) -> tuple[str | None, list[str]]:
