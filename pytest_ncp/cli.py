@@ -153,7 +153,7 @@ def load_specs_or_report(paths: Sequence[str]) -> tuple[list, list] | None:
 # --- commands ------------------------------------------------------------------------------------
 
 
-def check_specs(paths: Sequence[str], *, lint: bool) -> tuple[list, list, list] | None:
+def check_specs(paths: Sequence[str], *, lint: bool, quiet: bool = False) -> tuple[list, list, list] | None:
     """Load specs and print their problems (and, with ``lint``, their lint findings): validate and lint share it."""
     loaded = load_specs_or_report(paths)
     if loaded is None:
@@ -166,7 +166,7 @@ def check_specs(paths: Sequence[str], *, lint: bool) -> tuple[list, list, list] 
         from .lint import lint_spec
 
         findings = [f for spec in specs for f in lint_spec(spec)]
-        for finding in findings:
+        for finding in findings if not quiet else ():
             print(finding)
     return specs, errors, findings
 

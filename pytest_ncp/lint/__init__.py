@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 if TYPE_CHECKING:  # the spec module imports pydantic; the linter only reads its objects
-    from .spec import NarrativeSpec, SpecError
+    from ..spec import NarrativeSpec, SpecError
 
 RULES: dict[str, str] = {
     "future-sight": "the initial facts or the player briefing (but not both) name someone or something the "
@@ -366,8 +366,13 @@ def _scripted_input_foresight(cx: _Context) -> list[LintFinding]:
     return out
 
 
+# The playability rules of the benchmark review (issue 11) live in their own module; it reads the
+# helpers above, so it is imported once they exist.
+from .story import STORY_CHECKS, STORY_RULES  # noqa: E402
+
+RULES.update(STORY_RULES)
 _CHECKS = (_future_sight, _duplicate_facts, _commitments_without_dependency, _orderings_out_of_order,
-           _unsatisfiable_achievements, _scripted_input_foresight)
+           _unsatisfiable_achievements, _scripted_input_foresight, *STORY_CHECKS)
 
 
 def lint_spec(spec: NarrativeSpec) -> list[LintFinding]:
@@ -379,7 +384,7 @@ def lint_spec(spec: NarrativeSpec) -> list[LintFinding]:
 
 def lint_paths(paths: Sequence[str | Path]) -> tuple[list[LintFinding], list[SpecError]]:
     """Lint every valid spec under ``paths``; specs that fail validation come back as errors."""
-    from .spec import load_specs
+    from ..spec import load_specs
 
     specs, errors = load_specs(paths)
     return [f for spec in specs for f in lint_spec(spec)], errors

@@ -11,9 +11,9 @@ import yaml
 from pytest_ncp.cli import main
 from pytest_ncp.pipeline import DRAFT_STEP
 from pytest_ncp.spec import parse_spec
-from tests.conftest import SPECS
+from tests.conftest import FIXTURES
 
-CALIGARI = yaml.safe_load((SPECS / "caligari.yaml").read_text())
+CALIGARI = yaml.safe_load((FIXTURES / "caligari.yaml").read_text())
 MODEL = "openai/spec-writer"
 
 
@@ -148,3 +148,17 @@ def test_model_failure_is_reported_not_a_traceback(ncp_model_server, candidates,
     assert draft(ncp_model_server, candidates, tmp_path / "x.yaml") == 1
     assert "author call to openai/spec-writer failed" in capsys.readouterr().err
     assert not (tmp_path / "x.yaml").exists()
+
+
+def test_public_domain_comes_from_the_command_never_from_the_model(ncp_model_server, candidates, tmp_path, capsys):
+    ncp_model_server.add(step=DRAFT_STEP, reply=answer())
+    out = tmp_path / "no-pd.yaml"
+    assert draft(ncp_model_server, candidates, out) == 0  # the model cannot know it: not a problem to redraft
+    assert "missing-public-domain" not in ncp_model_server.requests[0].text
+    assert parse_spec(out.read_text()).source.public_domain is None
+    assert "has no source.public_domain" in capsys.readouterr().out
+    out = tmp_path / "pd.yaml"
+    assert draft(ncp_model_server, candidates, out, "--public-domain", "US public domain: released 1920") == 0
+    assert parse_spec(out.read_text()).source.public_domain == "US public domain: released 1920"
+    assert "public_domain" not in ncp_model_server.requests[-1].body["response_format"]["json_schema"]["schema"][
+        "properties"].get("source", {}).get("properties", {})

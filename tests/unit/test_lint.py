@@ -1,4 +1,9 @@
-"""The spec linter: one test per rule (each fails without its rule), name extraction, and the bundled specs."""
+"""The spec linter: one test per rule (each fails without its rule), name extraction, and the bundled specs.
+
+These tests cover the first six rules on a lint-clean copy of caligari (tests/fixtures/caligari.yaml,
+frozen so that rewriting the bundled spec does not move them); the playability rules have
+tests/unit/test_lint_story.py.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,11 @@ from pytest_ncp.lint import (
     RULES, LintFinding, content_words, jaccard, lint_paths, lint_spec, name_keys, proper_names, spec_lexicon,
 )
 from pytest_ncp.spec import parse_spec
-from tests.conftest import SPECS
+from pytest_ncp.lint.story import STORY_RULES
+from tests.conftest import FIXTURES, ROOT, SPECS
 
-GOOD = (SPECS / "caligari.yaml").read_text()
+GOOD = (FIXTURES / "caligari.yaml").read_text()
+BASE_RULES = set(RULES) - set(STORY_RULES)
 
 
 def edit(text: str, old: str, new: str) -> str:
@@ -38,7 +45,7 @@ def test_a_good_spec_has_no_findings():
 def test_finding_prints_path_line_rule_message():
     assert str(LintFinding("s.yaml", 12, "duplicate-fact", "F2 repeats F1")) == "s.yaml:12: duplicate-fact: F2 repeats F1"
     assert str(LintFinding("<spec x>", None, "duplicate-fact", "m")) == "<spec x>: duplicate-fact: m"
-    assert set(RULES) == {"future-sight", "duplicate-fact", "commitment-without-dependency", "ordering-out-of-order",
+    assert BASE_RULES == {"future-sight", "duplicate-fact", "commitment-without-dependency", "ordering-out-of-order",
                           "unsatisfiable-achievement", "scripted-input-foresight"}
 
 
@@ -72,7 +79,7 @@ def test_future_sight_spares_names_of_node_one_names_never_in_the_trajectory_and
     # trajectory; Jane is in node 5 but both the briefing and the facts state her: all fine.
     text = edit(GOOD, '  - {id: F9,', '  - {id: F10, text: "Francis was born in Bremen."}\n  - {id: F9,')
     assert lint(text) == []
-    assert "Caligari" in (SPECS / "caligari.yaml").read_text().split("initial_facts:")[1].split("commitments:")[0]
+    assert "Caligari" in GOOD.split("initial_facts:")[1].split("commitments:")[0]
 
 
 # --- duplicate-fact ----------------------------------------------------------------------------------
@@ -157,18 +164,18 @@ def test_scripted_input_names_someone_the_player_has_not_met():
                 '"I wake early and ask Kraus to come to the fair ground."')
     [finding] = only(lint(text), "scripted-input-foresight")
     assert finding.line == line_of(text, "ask Kraus")
-    assert finding.message.startswith("scripted input 1 of 12 names 'Kraus', which the story only introduces in "
+    assert finding.message.startswith("scripted input 1 of 24 names 'Kraus', which the story only introduces in "
                                       "node 6 'dummy-found', but this input plays around node 1")
 
 
 def test_scripted_input_foresight_allows_one_node_of_slack_and_known_names():
-    # Input 8 of 12 plays around node floor(7 * 8 / 12) + 1 = 5; Kraus arrives in node 6: allowed.
-    late = edit(KRAUS, '"That night I hide near', '"That night I ask Kraus to hide with me near')
+    # Input 13 of 24 plays around node floor(12 * 8 / 24) + 1 = 5; Kraus arrives in node 6: allowed.
+    late = edit(KRAUS, '"I ask the doctors to take me', '"I ask Kraus and the doctors to take me')
     assert lint(late) == []
-    early = edit(KRAUS, '"I hear shouting from', '"I ask Kraus to come. I hear shouting from')
-    assert lint(early) == []  # input 9: node floor(8 * 8 / 12) + 1 = 6, Kraus's own node
-    earlier = edit(KRAUS, '"I pull Alan away', '"I tell Kraus everything. I pull Alan away')
-    assert [f.rule for f in lint(earlier)] == ["scripted-input-foresight"]  # input 5: around node 3
+    early = edit(KRAUS, '"I show the doctors the diary', '"I ask Kraus to come. I show the doctors the diary')
+    assert lint(early) == []  # input 16: node floor(15 * 8 / 24) + 1 = 6, Kraus's own node
+    earlier = edit(KRAUS, '"At the asylum I ask', '"I tell Kraus everything. At the asylum I ask')
+    assert [f.rule for f in lint(earlier)] == ["scripted-input-foresight"]  # input 12: around node 4
     known = edit(earlier, "a restless student.", "a restless student, and Inspector Kraus.")
     known = edit(known, '  - {id: F9,', '  - {id: F10, text: "Francis knows Inspector Kraus."}\n  - {id: F9,')
     assert lint(known) == []  # the start tells the player about him
@@ -215,11 +222,17 @@ def test_lint_paths_lints_valid_specs_and_returns_invalid_ones(tmp_path):
 def test_bundled_specs_are_lint_clean():
     findings, errors = lint_paths([SPECS])
     assert [str(e) for e in errors] == []
-    assert [str(f) for f in findings] == []
+    assert [str(f) for f in findings if f.rule in BASE_RULES] == []
+
+
+# The playability rules came before the rewrite of the 100 specs (branches specs-a/b/c, issue 11).
+# strict: once the rewritten specs are clean this XPASSes and fails, so the marker cannot outlive them.
+@pytest.mark.xfail(strict=True, reason="the bundled specs are being rewritten for the playability rules (issue 11)")
+def test_bundled_specs_are_clean_under_the_playability_rules():
+    findings, _ = lint_paths([SPECS])
+    assert [str(f) for f in findings if f.rule in STORY_RULES] == []
 
 
 @pytest.mark.parametrize("rule", sorted(RULES))
 def test_every_rule_is_documented(rule):
-    from tests.conftest import ROOT
-
     assert f"`{rule}`" in (ROOT / "docs" / "specs.md").read_text()

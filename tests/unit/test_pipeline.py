@@ -11,7 +11,7 @@ import yaml
 from pytest_ncp import pipeline as P
 from pytest_ncp.cli import main
 from pytest_ncp.spec import GENRES, NarrativeSpec, parse_spec
-from tests.conftest import FIXTURES, SPECS
+from tests.conftest import FIXTURES
 
 CMU = FIXTURES / "cmu"
 
@@ -203,7 +203,7 @@ def test_draft_schema_is_strict_compatible_and_covers_the_spec(with_genres):
 
 
 def test_render_spec_yaml_reads_back_exactly_even_for_awkward_text():
-    data = yaml.safe_load((SPECS / "caligari.yaml").read_text())
+    data = yaml.safe_load((FIXTURES / "caligari.yaml").read_text())
     awkward = ["yes", "null", "1920", "- starts with a dash", "key: value", "has # hash", "ends with colon:",
                "quote \" and 'apostrophe'", "tab\there", "bell\x07", "naïve café — “quoted”", "[brackets], {braces}",
                "@at", "%percent", "*star", "!bang", "   padded   "]
@@ -215,7 +215,7 @@ def test_render_spec_yaml_reads_back_exactly_even_for_awkward_text():
     text = P.render_spec_yaml(data)
     assert yaml.safe_load(text) == data
     # The same awkward strings that fit the readable layout keep it (block scalar synopsis etc.).
-    plain = yaml.safe_load((SPECS / "caligari.yaml").read_text())
+    plain = yaml.safe_load((FIXTURES / "caligari.yaml").read_text())
     plain = P.assemble_spec(P.DraftRequest("c", plain["title"], 1920, "Francis", "s", ("Horror", "Mystery")),
                             {k: plain[k] for k in ("player", "synopsis", "initial_facts", "commitments",
                                                    "trajectory", "scripted_inputs")})
@@ -265,7 +265,7 @@ REVIEWED = {"status": "reviewed", "reviewer": "Ada", "date": __import__("datetim
 
 
 def test_set_review_appends_and_keeps_every_other_byte():
-    text = (SPECS / "caligari.yaml").read_text()
+    text = (FIXTURES / "caligari.yaml").read_text()
     assert "review" not in yaml.safe_load(text)
     new = P.set_review(text, REVIEWED)
     assert new.startswith(text)
@@ -302,7 +302,7 @@ def test_set_review_refuses_what_it_cannot_edit_safely():
 
 def spec_copy(tmp_path, name="caligari.yaml", edit=None):
     path = tmp_path / name
-    shutil.copy(SPECS / "caligari.yaml", path)
+    shutil.copy(FIXTURES / "caligari.yaml", path)
     if edit:
         path.write_text(edit(path.read_text()))
     return path
