@@ -142,6 +142,9 @@ class TurnContext:
     node_index: int
     commitment_states: dict[str, CommitmentState]
     previous_response: str | None = None
+    # The turn at which the current node's trigger event happened, when that was an earlier turn:
+    # its key delta may come now (DESIGN section 3, step 3).
+    trigger_turn: int | None = None
 
 
 @dataclass(frozen=True)
@@ -242,7 +245,7 @@ class LLMAuditor:
     def _variables(self, ctx: TurnContext) -> dict[str, Any]:
         return {
             "spec": ctx.spec, "ctx": ctx, "facts": list(ctx.facts), "node_index": ctx.node_index,
-            "commitments": [self._commitment_view(c, ctx) for c in ctx.spec.commitments],
+            "commitments": [self._commitment_view(c, ctx) for c in ctx.spec.all_commitments],
         }
 
     @staticmethod
@@ -304,7 +307,7 @@ def parse_answer(step: str, text: str, ctx: TurnContext) -> tuple[Any | None, li
 def _verify(step: str, answer: Any, ctx: TurnContext) -> list[str]:
     problems: list[str] = []
     active = {f.id for f in ctx.facts}
-    commitments = {c.id for c in ctx.spec.commitments}
+    commitments = {c.id for c in ctx.spec.all_commitments}  # the default world rules (W1, ...) too
 
     def quote(q: str, where: str) -> None:
         if not quote_in(q, ctx.response):

@@ -97,6 +97,9 @@ class EpisodeResult:
     error: ErrorInfo | None = None
     usage: Usage = field(default_factory=Usage)
     trace: str | None = None
+    # Nodes reached, in order: {"id", "trigger_turn", "reached_turn"} (the trigger may precede the key delta).
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    trigger_turn: int | None = None  # the current node's trigger happened at this turn; its key delta has not yet
 
     @property
     def spec_id(self) -> str:
@@ -131,6 +134,7 @@ class EpisodeResult:
             "failure": self.failure.to_dict() if self.failure else None,
             "error": self.error.to_dict() if self.error else None,
             "commitments": dict(self.commitment_states), "nodes_reached": self.node_index,
+            "nodes": [dict(n) for n in self.nodes],
             "tokens": self.usage.tokens, "cost_usd": round(self.usage.cost_usd, 8), "trace": self.trace,
         }
 
@@ -147,7 +151,8 @@ class EpisodeResult:
         ledger = FactLedger.from_initial((f.id, f.text) for f in spec.initial_facts)
         result = cls(spec=spec, repeat=int(end["repeat"]), termination=Termination(end["termination"]),
                      turns=int(end["turns"]), node_index=int(end.get("nodes_reached", 0)),
-                     commitment_states=dict(end.get("commitments") or {}), ledger=ledger, trace=str(path))
+                     commitment_states=dict(end.get("commitments") or {}), ledger=ledger, trace=str(path),
+                     nodes=list(end.get("nodes") or []))
         for r in trace.of("turn"):
             v = r["verdicts"]
             result.transcript.append(Turn(r["turn"], r.get("player_input"), r["response"]))
@@ -223,7 +228,7 @@ class Episode:
         trace = TraceWriter(self.trace_path) if self.trace_path else None
         result = EpisodeResult(
             spec=self.spec, repeat=self.repeat, termination=Termination.ERROR, turns=0, node_index=0,
-            commitment_states={c.id: "PENDING" for c in self.spec.commitments},
+            commitment_states={c.id: "PENDING" for c in self.spec.all_commitments},
             ledger=FactLedger.from_initial((f.id, f.text) for f in self.spec.initial_facts),
             usage=usage, trace=str(self.trace_path) if self.trace_path else None,
         )
@@ -279,7 +284,7 @@ class Episode:
             spec=self.spec, turn=turn, player_input=player_input, response=response,
             facts=result.ledger.active(), node_index=result.node_index,
             commitment_states=dict(result.commitment_states),
-            previous_response=history[-1][1] if history else None,
+            previous_response=history[-1][1] if history else None, trigger_turn=result.trigger_turn,
         )
         audit = await self._guard("auditor", self.auditor.audit, ctx)
         result.transcript.append(Turn(turn, player_input, response))
@@ -291,8 +296,8 @@ class Episode:
                 "turn", turn=turn, player_input=player_input, response=response, verdicts=audit.verdicts(),
                 confirmed=[c.conflict.model_dump() for c in audit.confirmed],
                 ledger_changes=[c.to_dict() for c in result.ledger.changes_at(turn)],
-                node_index=result.node_index, commitments=dict(result.commitment_states),
-                tokens=result.usage.tokens, cost_usd=round(result.usage.cost_usd, 8),
+                node_index=result.node_index, trigger_turn=result.trigger_turn,
+                commitments=dict(result.commitment_states), tokens=result.usage.tokens, cost_usd=round(result.usage.cost_usd, 8),
                 auditor_calls=[_call_record(c) for c in audit.calls],
             )
         if self.on_turn is not None:
@@ -322,8 +327,7 @@ class Episode:
                     result.ledger.negate(n.fact_id, turn, n.quote)
             for a in audit.fact_update.added:
                 result.ledger.add(a.text.strip(), turn, a.quote)
-        if audit.trajectory and audit.trajectory.advanced and result.node_index < len(self.spec.trajectory):
-            result.node_index += 1
+        self._advance(result, audit, turn)
         states = result.commitment_states
         if audit.commitments:
             for s in audit.commitments.satisfied:
@@ -334,6 +338,20 @@ class Episode:
         if achievements and all(states[c] == "SATISFIED" for c in achievements):
             return Termination.SUCCESS
         return None
+
+    def _advance(self, result: EpisodeResult, audit: TurnAudit, turn: int) -> None:
+        """Step 3: the current node's trigger is remembered from the turn it happened; the node is reached
+        when its key delta happens then or later. A key delta before the trigger does not count."""
+        update = audit.trajectory
+        if update is None or result.node_index >= len(self.spec.trajectory):
+            return
+        if result.trigger_turn is None and update.trigger_event_occurred:
+            result.trigger_turn = turn
+        if result.trigger_turn is not None and update.key_delta_occurred:
+            node = self.spec.trajectory[result.node_index]
+            result.nodes.append({"id": node.id, "trigger_turn": result.trigger_turn, "reached_turn": turn})
+            result.node_index += 1
+            result.trigger_turn = None
 
     def _derive_satisfaction(self, result: EpisodeResult) -> None:
         """Commitments the trajectory itself fulfils: an ordering once its `after` node is reached (nodes
@@ -354,7 +372,7 @@ class Episode:
     def _settle_invariants(result: EpisodeResult) -> None:
         # An invariant is satisfied when the episode ended without a conflict and it was never broken.
         if result.survived:
-            for c in result.spec.commitments:
+            for c in result.spec.all_commitments:
                 if c.kind == "invariant" and result.commitment_states[c.id] == "PENDING":
                     result.commitment_states[c.id] = "SATISFIED"
 

@@ -265,7 +265,7 @@ def _load_record(item: ConflictItem, run_dir: Path, spec_cache: dict[str, Any]) 
     spec = spec_cache[item.spec_id]
     if spec is not None:
         record.spec_title, record.spec_location = spec.title, spec.path
-        record.commitments = {c.id: (c.kind, c.text) for c in spec.commitments}
+        record.commitments = {c.id: (c.kind, c.text) for c in spec.all_commitments}
     return record
 
 

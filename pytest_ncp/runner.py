@@ -250,7 +250,7 @@ def _setup_error(spec: NarrativeSpec, repeat: int, exc: Exception) -> EpisodeRes
 
     return EpisodeResult(
         spec=spec, repeat=repeat, termination=Termination.ERROR, turns=0, node_index=0,
-        commitment_states={c.id: "PENDING" for c in spec.commitments},
+        commitment_states={c.id: "PENDING" for c in spec.all_commitments},
         ledger=FactLedger.from_initial((f.id, f.text) for f in spec.initial_facts),
         error=ErrorInfo("narrator", scrub(f"could not build the episode: {type(exc).__name__}: {exc}")),
     )

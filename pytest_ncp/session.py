@@ -119,7 +119,7 @@ class NcpSession:
         try:
             base = json.loads(baseline.read_text(encoding="utf-8"))
             specs, _ = load_specs(self.settings.specs)
-            kinds = {s.id: {c.id: c.kind for c in s.commitments} for s in specs}
+            kinds = {s.id: {c.id: c.kind for c in s.all_commitments} for s in specs}
             new = build_results(self.settings.run.to_dict(), self.episode_records(),
                                 survival_turn=self.settings.run.survival_turn)
             self.comparison = compare_runs(base, new, turn=self.settings.run.survival_turn, kinds=kinds)

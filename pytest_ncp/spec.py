@@ -153,6 +153,15 @@ class NarrativeSpec(_Model):
         """What the auditor judges: the default world rules in force, then the spec's own commitments."""
         return [*self.world_rule_commitments, *self.commitments]
 
+    def commitment_location(self, commitment_id: str) -> str:
+        """Where a commitment is written: ``path:line`` in the spec, or the world rules file for a default."""
+        own = [c.id for c in self.commitments]
+        if commitment_id in own:
+            return self.location("commitments", own.index(commitment_id))
+        if self.world_rules and commitment_id in self.world_rules.replace:
+            return self.location("world_rules", "replace", commitment_id)
+        return f"pytest_ncp/world_rules.yaml ({commitment_id}, a default world rule)"
+
     def commitment(self, commitment_id: str) -> Commitment:
         for c in self.all_commitments:
             if c.id == commitment_id:

@@ -137,7 +137,7 @@ def _commitment_kinds(spec_paths: list[str] | None,
             raise ValueError(str(exc)) from None
         for err in errors:
             print(err, file=sys.stderr)
-        return {s.id: {c.id: c.kind for c in s.commitments} for s in specs} or None
+        return {s.id: {c.id: c.kind for c in s.all_commitments} for s in specs} or None
     kinds: dict[str, dict[str, str]] = {}
     for run, run_dir in runs:
         for e in run["episodes"]:
@@ -147,7 +147,7 @@ def _commitment_kinds(spec_paths: list[str] | None,
             start = start_event(trace) if trace else None
             spec = load_recorded_spec(start.get("spec_path") if start else None, run_dir)
             if spec is not None and spec.id == e["spec_id"]:
-                kinds[spec.id] = {c.id: c.kind for c in spec.commitments}
+                kinds[spec.id] = {c.id: c.kind for c in spec.all_commitments}
     return kinds or None
 
 

@@ -4,7 +4,7 @@ up silently."""
 
 from __future__ import annotations
 
-PROMPT_VERSION = "ncp-prompts/1"
+PROMPT_VERSION = "ncp-prompts/2"  # 2: the trajectory step is told when the trigger already happened
 
 
 from functools import lru_cache

@@ -115,7 +115,7 @@ def _outline(path: str, mtime: int) -> dict[str, Any] | None:
             _OUTLINES[key] = {
                 "nodes": len(spec.trajectory),
                 "node_descriptions": [n.description for n in spec.trajectory],
-                "commitments": {c.id: {"kind": c.kind, "text": c.text} for c in spec.commitments},
+                "commitments": {c.id: {"kind": c.kind, "text": c.text} for c in spec.all_commitments},
                 "title": spec.title,
             }
         except Exception:  # noqa: BLE001 - any unreadable spec just means the report shows ids only

@@ -28,6 +28,8 @@ def _where(result: EpisodeResult) -> str:
         for i, c in enumerate(spec.commitments):
             if c.id in failure.commitment_ids:
                 return spec.location("commitments", i)
+        if failure.commitment_ids:  # a default world rule (W1, ...)
+            return spec.commitment_location(failure.commitment_ids[0])
     if failure.type == "player_input" and 1 <= failure.turn <= len(spec.scripted_inputs):
         return spec.location("scripted_inputs", failure.turn - 1)
     return spec.location()
@@ -99,7 +101,7 @@ def failure_text(result: EpisodeResult) -> str:
 def commitment_text(result: EpisodeResult, commitment_id: str) -> str:
     c = result.spec.commitment(commitment_id)
     state = result.commitment_states.get(commitment_id, "PENDING")
-    where = result.spec.location("commitments", [x.id for x in result.spec.commitments].index(commitment_id))
+    where = result.spec.commitment_location(commitment_id)
     if state == "VIOLATED":
         head = f"{_name(result)}:{commitment_id}: {c.kind} violated at turn {result.failure.turn if result.failure else '?'} {where}"
     else:
@@ -118,6 +120,7 @@ def commitment_text(result: EpisodeResult, commitment_id: str) -> str:
 def transcript_text(result: EpisodeResult) -> str:
     """The whole episode, turn by turn, with the verdicts that mattered."""
     out = [f"{result.spec.id} ({result.spec.title}), player: {result.spec.player.name}"]
+    reached = {n["reached_turn"]: n for n in result.nodes}
     for t, audit in zip(result.transcript, result.audits):
         out.append("")
         if t.player_input is not None:
@@ -126,8 +129,10 @@ def transcript_text(result: EpisodeResult) -> str:
         notes = [f"flagged {c.type} ({', '.join(c.fact_ids + c.commitment_ids) or '-'}): "
                  f"{'CONFIRMED' if v.confirmed else 'rejected'}: {c.explanation}"
                  for c, v in zip(audit.flagged, audit.confirmations)]
-        if audit.trajectory and audit.trajectory.advanced:
-            notes.append("plot node completed")
+        node = reached.get(t.turn)
+        if node is not None:
+            since = f" (trigger at turn {node['trigger_turn']})" if node["trigger_turn"] != t.turn else ""
+            notes.append(f"plot node {node['id']} completed{since}")
         if audit.commitments and audit.commitments.satisfied:
             notes.append("satisfied: " + ", ".join(s.commitment_id for s in audit.commitments.satisfied))
         for change in result.ledger.changes_at(t.turn):

@@ -73,19 +73,43 @@ def test_commitment_check_cannot_satisfy_an_invariant(play, caligari, ncp_model_
     assert result.commitment_states["C1"] == "PENDING"
 
 
-def test_trajectory_advances_only_when_trigger_and_key_delta_occurred(play, caligari, ncp_model_server):
-    ncp_model_server.add(step="trajectory_update", contains="TURN 1.", reply={
-        "trigger_event_occurred": True, "key_delta_occurred": False, "evidence": "started only"})
-    ncp_model_server.add(step="trajectory_update", contains="TURN 2.", reply={
-        "trigger_event_occurred": False, "key_delta_occurred": True, "evidence": "delta only"})
-    ncp_model_server.add(step="trajectory_update", contains="TURN 3.", reply={
-        "trigger_event_occurred": True, "key_delta_occurred": True, "evidence": "both"})
-    result = play(caligari, RESPONSES, max_turns=3)
-    assert result.node_index == 1
-    assert result.progress == 1 / len(caligari.trajectory)
-    # The trajectory prompt always names the current node: the second node only after the advance.
+def trajectory(turn: int, trigger: bool, delta: bool) -> dict:
+    return {"step": "trajectory_update", "contains": f"TURN {turn}.", "reply": {
+        "trigger_event_occurred": trigger, "key_delta_occurred": delta, "evidence": f"turn {turn}"}}
+
+
+def test_a_remembered_trigger_lets_the_key_delta_come_in_a_later_turn(play, caligari, ncp_model_server):
+    # fair-visit: trigger at turn 1, key delta at turn 3; prophecy: both at turn 4.
+    for turn, trigger, delta in ((1, True, False), (2, False, False), (3, False, True), (4, True, True)):
+        ncp_model_server.add(**trajectory(turn, trigger, delta))
+    result = play(caligari, RESPONSES, max_turns=4)
+    assert result.node_index == 2 and result.progress == 2 / len(caligari.trajectory)
+    assert result.nodes == [{"id": "fair-visit", "trigger_turn": 1, "reached_turn": 3},
+                            {"id": "prophecy", "trigger_turn": 4, "reached_turn": 4}]
+    # The prompt says the trigger already happened while it is remembered, and only then.
     prompts = [r.text for r in ncp_model_server.requests if r.step == "trajectory_update"]
-    assert "CURRENT NODE [fair-visit]" in prompts[2] and "CURRENT NODE [prophecy]" not in prompts[2]
+    assert "already happened" not in prompts[0]
+    assert "The trigger event already happened at turn 1" in prompts[1] and "CURRENT NODE [fair-visit]" in prompts[2]
+    assert "The trigger event already happened at turn 1" in prompts[2]
+    assert "already happened" not in prompts[3] and "CURRENT NODE [prophecy]" in prompts[3]
+    # Both turns are in the results and in the trace, which rebuilds the same episode.
+    assert result.to_dict()["nodes"] == result.nodes
+    records = [json.loads(line) for line in open(result.trace, encoding="utf-8")]
+    assert [r["trigger_turn"] for r in records if r["event"] == "turn"] == [1, 1, None, None]
+    assert records[-1]["event"] == "end" and records[-1]["nodes"] == result.nodes
+    from pytest_ncp.episode import EpisodeResult
+
+    assert EpisodeResult.from_trace(caligari, result.trace).nodes == result.nodes
+
+
+def test_a_key_delta_before_its_trigger_does_not_count(play, caligari, ncp_model_server):
+    # Turn 1: the key delta alone. Turn 2: the trigger alone (remembered). Turn 3: the key delta again.
+    for turn, trigger, delta in ((1, False, True), (2, True, False), (3, False, True)):
+        ncp_model_server.add(**trajectory(turn, trigger, delta))
+    result = play(caligari, RESPONSES, max_turns=3)
+    assert result.nodes == [{"id": "fair-visit", "trigger_turn": 2, "reached_turn": 3}]
+    result = play(caligari, RESPONSES, max_turns=2)
+    assert result.node_index == 0 and result.nodes == [] and result.trigger_turn == 2
 
 
 def test_reaching_both_nodes_of_an_ordering_satisfies_it(play, caligari, ncp_model_server):

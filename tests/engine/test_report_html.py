@@ -135,7 +135,8 @@ def test_report_shows_every_turn_with_verdicts_and_no_live_markup(evil_run, tmp_
     assert "<code>+ F10</code> Fact &lt;script&gt;" in html_text
     assert "node 1/8" in html_text and "plot node 1 reached" in html_text
     lanes = [a["class"] for t, a in found.tags if t == "td" and (a.get("class") or "").startswith("s-")]
-    assert lanes.count("s-violated") == 1 and lanes.count("s-pending") == 6 * 2 - 1
+    # 6 own commitments and the 3 default world rules (W1-W3), over two turns.
+    assert lanes.count("s-violated") == 1 and lanes.count("s-pending") == (6 + 3) * 2 - 1
     # The commitment text comes from the spec the trace names, the fact text from the trace.
     assert ('<code>C1</code> <span class="muted">invariant commitment:</span> Cesare acts only at '
             "Caligari&#39;s command") in html_text

@@ -1,0 +1,59 @@
+"""The shared default world rules reach the auditor as commitments W1.. and are judged like any other."""
+
+from __future__ import annotations
+
+from pytest_ncp.episode import Termination
+from pytest_ncp.report.text import failure_text
+from pytest_ncp.spec import parse_spec
+from tests.conftest import FIXTURES
+
+RESPONSES = ["The fair is loud.", "Alan walks in, alive again after his murder.", "Morning comes."]
+
+
+def w1_conflict(rule="W1"):
+    return {"conflicts": [{"type": "commitment", "fact_ids": [], "commitment_ids": [rule],
+                           "quote": "alive again after his murder", "explanation": "Alan was murdered."}]}
+
+
+def test_every_auditor_step_that_lists_commitments_lists_the_world_rules(play, caligari, ncp_model_server):
+    play(caligari, RESPONSES, max_turns=1)
+    prompts = [r.text for r in ncp_model_server.requests if r.step == "conflict_check"]
+    assert "[W1] (invariant; PENDING) The dead stay dead" in prompts[0]
+    assert prompts[0].index("[W3]") < prompts[0].index("[C1]")
+
+
+def test_a_world_rule_conflict_is_verified_and_ends_the_episode(play, caligari, ncp_model_server):
+    ncp_model_server.add(step="conflict_check", contains="TURN 2.", reply=w1_conflict())
+    result = play(caligari, RESPONSES)
+    assert result.termination is Termination.CONFLICT_COMMITMENT
+    assert result.failure.turn == 2 and result.failure.commitment_ids == ["W1"]
+    assert result.commitment_states["W1"] == "VIOLATED"
+    assert result.to_dict()["commitments"]["W2"] == "PENDING"  # a conflict ends the episode: not held
+    message = failure_text(result)
+    assert "commitment W1 (invariant)" in message and "The dead stay dead" in message
+    assert "pytest_ncp/world_rules.yaml (W1, a default world rule)" in message
+
+
+def test_held_world_rules_are_reported_like_other_invariants(play, caligari):
+    result = play(caligari, RESPONSES, max_turns=2)
+    assert result.termination is Termination.TURN_LIMIT
+    assert {cid: result.commitment_states[cid] for cid in ("W1", "W2", "W3", "C1")} == dict.fromkeys(
+        ("W1", "W2", "W3", "C1"), "SATISFIED")
+
+
+def test_a_dropped_world_rule_is_an_unknown_id_and_fails_closed(play, ncp_model_server):
+    spec = parse_spec((FIXTURES / "caligari.yaml").read_text() + "\nworld_rules: {drop: [W1]}\n", "c.yaml")
+    ncp_model_server.add(step="conflict_check", contains="TURN 2.", reply=w1_conflict())
+    result = play(spec, RESPONSES)
+    assert result.termination is Termination.ERROR and result.error.kind == "auditor"
+    assert "commitment_ids ['W1'] name no commitment" in result.error.message
+    assert "W1" not in result.commitment_states
+
+
+def test_a_reworded_world_rule_reaches_the_auditor_in_the_spec_s_words(play, ncp_model_server):
+    spec = parse_spec((FIXTURES / "caligari.yaml").read_text()
+                      + '\nworld_rules: {replace: {W1: "The murdered walk again only in dreams."}}\n', "c.yaml")
+    play(spec, RESPONSES, max_turns=1)
+    prompt = next(r.text for r in ncp_model_server.requests if r.step == "conflict_check")
+    assert "[W1] (invariant; PENDING) The murdered walk again only in dreams." in prompt
+    assert "The dead stay dead" not in prompt
