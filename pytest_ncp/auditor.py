@@ -291,7 +291,7 @@ async def _gather(jobs: dict[str, Any]) -> dict[str, Any]:
 def parse_answer(step: str, text: str, ctx: TurnContext) -> tuple[Any | None, list[str]]:
     """Parse and verify one answer. Returns (verdict, []) or (None, problems)."""
     try:
-        data = json.loads(_strip_fences(text))
+        data = json.loads(strip_fences(text))
     except (json.JSONDecodeError, TypeError) as exc:
         return None, [f"not valid JSON ({exc.msg if hasattr(exc, 'msg') else exc})"]
     if not isinstance(data, dict):
@@ -373,7 +373,7 @@ def quote_in(quote: str, response: str) -> bool:
     return True
 
 
-def _strip_fences(text: str) -> str:
+def strip_fences(text: str) -> str:
     # Some servers wrap JSON in a markdown fence even in structured mode; the content inside is judged.
     m = re.fullmatch(r"\s*```(?:json)?\s*(.*?)\s*```\s*", text or "", re.S)
     return m.group(1) if m else (text or "")

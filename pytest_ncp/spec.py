@@ -13,15 +13,9 @@ from typing import Any, Iterable, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-# The fixed genre list of NCP-Bench: every spec carries two of these (primary, secondary).
-GENRES: tuple[str, ...] = (
-    "Action", "Adventure", "Comedy", "Crime", "Drama", "Family", "Fantasy", "Historical", "Horror",
-    "Musical", "Mystery", "Romance", "Satire", "Sci-Fi", "Sports", "Thriller", "War", "Western",
-)
-COMMITMENT_KINDS: tuple[str, ...] = ("invariant", "ordering", "achievement")
-MEDIA: tuple[str, ...] = ("film", "book", "play")
+from .terms import COMMITMENT_KINDS, GENRES, ID_MAX_LENGTH, ID_PATTERN, MEDIA
 
-Id = Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$", min_length=1, max_length=64)
+Id = Field(pattern=ID_PATTERN, min_length=1, max_length=ID_MAX_LENGTH)
 
 
 class _Model(BaseModel):
@@ -32,7 +26,7 @@ class _Model(BaseModel):
 class Source(_Model):
     work: str = Field(min_length=1, description="Title of the film, book or play the spec retells.")
     year: int = Field(ge=1000, le=2100)
-    medium: Literal["film", "book", "play"]
+    medium: Literal[MEDIA]  # type: ignore[valid-type]
     public_domain: str | None = Field(
         default=None, min_length=1,
         description="Why the work, and any work it adapts (a film's novel, a play's story), is free to use: "
@@ -53,7 +47,7 @@ class Fact(_Model):
 
 class Commitment(_Model):
     id: str = Id
-    kind: Literal["invariant", "ordering", "achievement"]
+    kind: Literal[COMMITMENT_KINDS]  # type: ignore[valid-type]
     text: str = Field(min_length=1)
     before: str | None = Field(
         default=None, description="For orderings: the trajectory node (or event) that must come first."

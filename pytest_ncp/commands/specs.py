@@ -6,7 +6,7 @@
     ncp specs draft --synopsis FILE --title T --year Y --character NAME [--genres A,B] --model M ...
     ncp specs review SPEC [--approve --reviewer NAME [--note TEXT] [--force]]
 
-The work is done by pure functions in ``pytest_ncp.pipeline``; this module parses options, calls the
+The work is done by pure functions in ``pytest_ncp.authoring``; this module parses options, calls the
 model and prints.
 """
 
@@ -100,7 +100,7 @@ def _usage(message: str) -> int:
 
 
 def cmd_import_cmu(args: argparse.Namespace) -> int:
-    from ..pipeline import CorpusError, import_cmu, write_candidates
+    from ..authoring import CorpusError, import_cmu, write_candidates
 
     try:
         report = import_cmu(args.plots, args.movies, args.characters, count=args.count, min_words=args.min_words)
@@ -119,7 +119,7 @@ def cmd_import_cmu(args: argparse.Namespace) -> int:
 
 def cmd_draft(args: argparse.Namespace) -> int:
     from ..llm import ModelError
-    from ..pipeline import CorpusError
+    from ..authoring import CorpusError
 
     try:
         request, out = _draft_request(args)
@@ -150,7 +150,7 @@ def cmd_draft(args: argparse.Namespace) -> int:
 
 
 def _draft_request(args: argparse.Namespace) -> tuple[Any, Path]:
-    from ..pipeline import DraftRequest, check_spec_id, parse_genres, read_candidates, slug
+    from ..authoring import DraftRequest, check_spec_id, parse_genres, read_candidates, slug
 
     genres = parse_genres(args.genres) if args.genres else None
     if args.candidate:
@@ -196,7 +196,7 @@ def _draft_request(args: argparse.Namespace) -> tuple[Any, Path]:
 async def _draft(args: argparse.Namespace, request: Any, out: Path) -> tuple[str | None, list[str]]:
     """Draft, check, and redraft with the problems; (text, []) on success, (None, last problems) else."""
     from ..llm import ModelClient
-    from ..pipeline import (DRAFT_STEP, assemble_spec, draft_messages, draft_problems, draft_response_format,
+    from ..authoring import (DRAFT_STEP, assemble_spec, draft_messages, draft_problems, draft_response_format,
                             parse_draft_answer, render_spec_yaml)
 
     client = ModelClient(api_base=args.api_base, timeout=args.timeout)
@@ -232,7 +232,7 @@ def _for_model(problem: str, path: str) -> str:
 
 
 def cmd_review(args: argparse.Namespace) -> int:
-    from ..pipeline import ReviewEditError, outline, set_review, spec_problems
+    from ..authoring import ReviewEditError, outline, set_review, spec_problems
 
     path = Path(args.spec)
     if not args.approve and (args.reviewer or args.note or args.force):

@@ -4,7 +4,8 @@
 starting ledger does not leak the future, that facts do not repeat, that every commitment can be
 judged and every achievement reached, and that the scripted player does not know names before the
 story has introduced them. Each finding is ``path:line: rule: message`` (``ncp lint``,
-``ncp validate --strict``). Everything here is pure text analysis: no pytest, no yaml, no models.
+``ncp validate --strict``). Everything here is pure text analysis: no pytest, no models (yaml only to
+read the shared world rules). The playability rules of the benchmark review are in ``story.py``.
 
 Proper names are found without a language model, so the rules stay deterministic:
 

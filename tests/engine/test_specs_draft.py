@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from pytest_ncp.cli import main
-from pytest_ncp.pipeline import DRAFT_STEP
+from pytest_ncp.authoring import DRAFT_STEP
 from pytest_ncp.spec import parse_spec
 from tests.conftest import FIXTURES
 

@@ -1,4 +1,4 @@
-"""`ncp specs import-cmu` and `ncp specs review`, and the pure pipeline functions behind them."""
+"""`ncp specs import-cmu` and `ncp specs review`, and the pure authoring functions behind them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import shutil
 import pytest
 import yaml
 
-from pytest_ncp import pipeline as P
+from pytest_ncp import authoring as P
+from pytest_ncp.authoring import draft as D
 from pytest_ncp.cli import main
 from pytest_ncp.spec import GENRES, NarrativeSpec, parse_spec
 from tests.conftest import FIXTURES
@@ -90,8 +91,22 @@ def test_import_cmu_names_the_wrong_file(tmp_path, capsys):
 # --- pieces ---------------------------------------------------------------------------------------
 
 
-def test_pipeline_genres_match_the_spec_module():
-    assert P.GENRES == GENRES
+def test_one_genre_list_one_id_pattern_and_the_old_import_path():
+    from pytest_ncp import pipeline, spec, terms
+
+    assert P.GENRES is spec.GENRES is terms.GENRES == GENRES
+    assert spec.Id.metadata and any(getattr(m, "pattern", None) == terms.ID_PATTERN for m in spec.Id.metadata)
+    assert pipeline.draft_problems is P.draft_problems and pipeline.set_review is P.set_review
+
+
+def test_the_authoring_tools_import_without_pydantic_or_yaml():
+    import subprocess
+    import sys
+
+    code = ("import sys, pytest_ncp.authoring; "
+            "print(sorted(m for m in ('pydantic', 'yaml', 'jinja2', 'litellm') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
 
 
 @pytest.mark.parametrize("cmu, ncp", [
@@ -192,7 +207,7 @@ def test_draft_schema_is_strict_compatible_and_covers_the_spec(with_genres):
     schema = P.draft_schema(with_genres=with_genres)
     for path, node in _walk(schema):
         assert "$ref" not in node and "$defs" not in node, path
-        assert not set(node) & P._UNSTRICT_KEYWORDS - {"title"} or path[-1:] == ("properties",), path
+        assert not set(node) & D._UNSTRICT_KEYWORDS - {"title"} or path[-1:] == ("properties",), path
         if node.get("type") == "object":
             assert node["additionalProperties"] is False, path
             assert node["required"] == list(node["properties"]), path
