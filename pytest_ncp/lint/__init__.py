@@ -346,15 +346,28 @@ def _unsatisfiable_achievements(cx: _Context) -> list[LintFinding]:
     return out
 
 
+def _story_inputs(cx: _Context) -> int:
+    """How many scripted inputs play the trajectory: up to the last one that uses a word only the
+    final node uses (the rest keep playing in the world the story left); all of them when none does."""
+    spec = cx.spec
+    skip = {w.lower() for w in cx.player_tokens}
+    words = [content_words(f"{n.description} {n.trigger_event} {n.key_delta}") - skip for n in spec.trajectory]
+    final = words[-1] - set().union(*words[:-1]) if len(words) > 1 else set()
+    last = max((i for i, text in enumerate(spec.scripted_inputs) if content_words(text) & final), default=None)
+    return last + 1 if last is not None else len(spec.scripted_inputs)
+
+
 def _scripted_input_foresight(cx: _Context) -> list[LintFinding]:
     spec = cx.spec
     inputs, nodes = spec.scripted_inputs, len(spec.trajectory)
     known = _forms(cx.player_tokens) | cx.name_forms(spec.player.briefing, *(f.text for f in spec.initial_facts))
     out = []
+    story = _story_inputs(cx)
     for i, text in enumerate(inputs):
-        # Input i of n is played roughly while node floor(i * nodes / n) is current; one node of
-        # slack allows for a narrator who introduces the next character a little early.
-        current = i * nodes // len(inputs)
+        # Input i of the `story` inputs that play the trajectory is played roughly while node
+        # floor(i * nodes / story) is current (the inputs after them play on past the last node); one
+        # node of slack allows for a narrator who introduces the next character a little early.
+        current = min(i * nodes // story, nodes - 1)
         for name in cx.names(text):
             if any(t in known for t in name_keys(name)):
                 continue

@@ -169,16 +169,21 @@ def test_scripted_input_names_someone_the_player_has_not_met():
 
 
 def test_scripted_input_foresight_allows_one_node_of_slack_and_known_names():
-    # Input 13 of 24 plays around node floor(12 * 8 / 24) + 1 = 5; Kraus arrives in node 6: allowed.
-    late = edit(KRAUS, '"I ask the doctors to take me', '"I ask Kraus and the doctors to take me')
+    # Inputs 1-17 play the trajectory (input 17 is the last to use a word only the final node uses,
+    # "strait-jacket"); inputs 18-24 play on after it. Input 12 plays around node floor(11 * 8 / 17) + 1
+    # = 6, Kraus's own node (spreading all 24 inputs over the nodes would put it at node 4: a false alarm).
+    late = edit(KRAUS, '"At the asylum I ask', '"I tell Kraus everything. At the asylum I ask')
     assert lint(late) == []
-    early = edit(KRAUS, '"I show the doctors the diary', '"I ask Kraus to come. I show the doctors the diary')
-    assert lint(early) == []  # input 16: node floor(15 * 8 / 24) + 1 = 6, Kraus's own node
-    earlier = edit(KRAUS, '"At the asylum I ask', '"I tell Kraus everything. At the asylum I ask')
-    assert [f.rule for f in lint(earlier)] == ["scripted-input-foresight"]  # input 12: around node 4
+    slack = edit(KRAUS, '"I return with the police', '"I return with Kraus and the police')
+    assert lint(slack) == []  # input 10: around node floor(9 * 8 / 17) + 1 = 5, one before Kraus's
+    earlier = edit(KRAUS, '"I hear shouting from', '"I ask Kraus to come. I hear shouting from')
+    [finding] = only(lint(earlier), "scripted-input-foresight")  # input 9: around node 4
+    assert "scripted input 9 of 24 names 'Kraus'" in finding.message and "plays around node 4" in finding.message
     known = edit(earlier, "a restless student.", "a restless student, and Inspector Kraus.")
     known = edit(known, '  - {id: F9,', '  - {id: F10, text: "Francis knows Inspector Kraus."}\n  - {id: F9,')
     assert lint(known) == []  # the start tells the player about him
+    after = edit(KRAUS, '"I walk to the cemetery', '"I ask Kraus to walk with me to the cemetery')
+    assert lint(after) == []  # input 23 plays after the last node
 
 
 # --- words and names ---------------------------------------------------------------------------------
