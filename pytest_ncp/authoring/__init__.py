@@ -26,13 +26,13 @@ from .draft import (
 )
 from .genres import GENRE_KEYWORDS, GENRE_TABLE, NON_FICTION_GENRES, map_genre, primary_secondary
 from .layout import WIDTH, render_spec_yaml, review_block
-from .review import ReviewEditError, outline, set_review, spec_problems
+from .review import REVIEW_CHECKS, ReviewEditError, outline, set_review, spec_problems
 from .select import DEFAULT_COUNT, ImportReport, import_cmu, read_candidates, select_diverse, write_candidates
 
 __all__ = [
     "AUTHOR_RULES", "Candidate", "Cleaned", "CorpusError", "CorpusRead", "DEFAULT_COUNT", "DEFAULT_MIN_WORDS",
     "DRAFT_STEP", "DROP_REASONS", "DraftRequest", "GENRES", "GENRE_KEYWORDS", "GENRE_TABLE", "ImportReport", "Movie",
-    "NON_FICTION_GENRES", "OWN_FIELDS", "ReviewEditError", "WIDTH", "assemble_spec", "check_spec_id", "clean",
+    "NON_FICTION_GENRES", "OWN_FIELDS", "REVIEW_CHECKS", "ReviewEditError", "WIDTH", "assemble_spec", "check_spec_id", "clean",
     "draft_messages", "draft_problems", "draft_response_format", "draft_schema", "import_cmu", "map_genre",
     "mentions", "name_parts", "outline", "parse_draft_answer", "parse_genres", "parse_year", "primary_secondary",
     "read_candidates", "read_corpus", "render_spec_yaml", "review_block", "select_diverse", "set_review", "slug",

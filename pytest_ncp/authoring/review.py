@@ -10,6 +10,13 @@ from .layout import review_block
 if TYPE_CHECKING:
     from ..spec import NarrativeSpec
 
+# What a reviewer checks by reading, beyond the lint rules (which `ncp specs review` runs itself).
+REVIEW_CHECKS: dict[str, str] = {
+    "facts-true-at-turn-0": "every initial fact and the briefing hold at the start of the story",
+    "commitments-auditable-from-one-response": "each commitment can be judged from one narrator response",
+}
+
+
 class ReviewEditError(Exception):
     """The review block cannot be written without touching the rest of the file."""
 
@@ -95,6 +102,8 @@ def outline(spec: NarrativeSpec) -> str:
         lines.append("review: none")
     elif r.status == "reviewed":
         lines.append(f"review: reviewed by {r.reviewer or '?'} on {r.date or '?'}" + (f": {r.notes}" if r.notes else ""))
+        lines += [f"  checked: {', '.join(r.checklist)}"] if r.checklist else []
+        lines += [f"  found: {x}" for x in r.findings] + [f"  fixed: {x}" for x in r.fixes]
     else:
         lines.append("review: draft (not yet reviewed)")
     return "\n".join(lines)

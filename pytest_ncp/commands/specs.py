@@ -76,12 +76,20 @@ def register(sub: Any) -> None:
     r = steps.add_parser(
         "review", help="show a spec's problems and outline; --approve records the review in the file",
         description="Print validation and lint findings and an outline. With --approve, record "
-                    "`review: {status: reviewed, reviewer, date, notes}` in the file (only that block "
-                    "changes); refused while there are findings unless --force.")
+                    "`review: {status: reviewed, reviewer, date, checklist, findings, fixes, notes}` in the "
+                    "file (only that block changes); refused while there are findings unless --force. The "
+                    "checklist is every lint rule (run by this command) plus the --checked items.")
     r.add_argument("spec", metavar="SPEC", help="the spec file")
     r.add_argument("--approve", action="store_true", help="record the review as done")
     r.add_argument("--reviewer", metavar="NAME", help="who reviewed it (required with --approve)")
     r.add_argument("--note", metavar="TEXT", help="review notes to record")
+    r.add_argument("--checked", metavar="CHECK", action="append", default=[],
+                   help="a check the reviewer made by reading (repeatable): facts-true-at-turn-0, "
+                        "commitments-auditable-from-one-response")
+    r.add_argument("--finding", metavar="TEXT", action="append", default=[],
+                   help="what the review found (repeatable; added to the spec's earlier findings)")
+    r.add_argument("--fix", metavar="TEXT", action="append", default=[],
+                   help="what was changed because of it (repeatable; added to the earlier fixes)")
     r.add_argument("--force", action="store_true", help="approve even with open findings (noted in the file)")
     r.set_defaults(func=cmd_review)
 
@@ -235,8 +243,13 @@ def cmd_review(args: argparse.Namespace) -> int:
     from ..authoring import ReviewEditError, outline, set_review, spec_problems
 
     path = Path(args.spec)
-    if not args.approve and (args.reviewer or args.note or args.force):
-        return _usage("--reviewer, --note and --force are recorded only with --approve")
+    from ..authoring import REVIEW_CHECKS
+
+    if not args.approve and (args.reviewer or args.note or args.force or args.checked or args.finding or args.fix):
+        return _usage("--reviewer, --note, --checked, --finding, --fix and --force are recorded only with --approve")
+    unknown = [c for c in args.checked if c not in REVIEW_CHECKS]
+    if unknown:
+        return _usage(f"--checked {unknown[0]!r} is not a review check; valid: {', '.join(REVIEW_CHECKS)}")
     if args.approve and not (args.reviewer and args.reviewer.strip()):
         return _usage("--approve needs --reviewer NAME (who is vouching for this spec)")
     try:
@@ -256,7 +269,15 @@ def cmd_review(args: argparse.Namespace) -> int:
         print(f"not approved: fix the {len(findings)} finding(s) above, or approve anyway with --force",
               file=sys.stderr)
         return EXIT_FAILED
-    review: dict[str, Any] = {"status": "reviewed", "reviewer": args.reviewer.strip(), "date": _dt.date.today()}
+    from ..lint import RULES
+
+    earlier = spec.review if spec is not None and spec.review is not None else None
+    review: dict[str, Any] = {"status": "reviewed", "reviewer": args.reviewer.strip(), "date": _dt.date.today(),
+                              "checklist": [*RULES, *dict.fromkeys(args.checked)]}
+    for key, new in (("findings", args.finding), ("fixes", args.fix)):
+        items = [*(getattr(earlier, key) if earlier else []), *(t.strip() for t in new if t.strip())]
+        if items:
+            review[key] = items
     notes = (args.note or "").strip()
     if findings:
         notes = (notes + " " if notes else "") + f"[approved with {len(findings)} open finding(s)]"

@@ -373,3 +373,33 @@ def test_review_of_an_invalid_spec_lists_validation_problems(tmp_path, capsys):
     assert main(["specs", "review", str(path)]) == 1
     out = capsys.readouterr().out
     assert f"{path}:" in out and "commitments[2].kind: got 'sequence'" in out
+
+
+def test_review_approve_records_checklist_findings_and_fixes(tmp_path, capsys):
+    from pytest_ncp.lint import RULES
+
+    path = spec_copy(tmp_path)
+    assert main(["specs", "review", str(path), "--approve", "--reviewer", "a fresh reader",
+                 "--checked", "facts-true-at-turn-0", "--finding", "node jane-abducted: Francis is not there, "
+                 "so he cannot see it", "--fix", "trigger rewritten: Francis hears screams"]) == 0
+    review = parse_spec(path.read_text()).review
+    assert review.checklist == [*RULES, "facts-true-at-turn-0"]
+    assert review.findings == ["node jane-abducted: Francis is not there, so he cannot see it"]
+    assert review.fixes == ["trigger rewritten: Francis hears screams"]
+    # A second review keeps what the first one found and fixed.
+    assert main(["specs", "review", str(path), "--approve", "--reviewer", "B", "--fix", "input 12 added"]) == 0
+    review = parse_spec(path.read_text()).review
+    assert review.reviewer == "B" and review.fixes == ["trigger rewritten: Francis hears screams", "input 12 added"]
+    assert len(review.findings) == 1
+    capsys.readouterr()
+    assert main(["specs", "review", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "  fixed: input 12 added" in out and "  found: node jane-abducted" in out
+
+
+def test_review_checked_lists_the_valid_checks(tmp_path, capsys):
+    path = spec_copy(tmp_path)
+    assert main(["specs", "review", str(path), "--approve", "--reviewer", "A", "--checked", "vibes"]) == 2
+    err = capsys.readouterr().err
+    assert "'vibes' is not a review check" in err and "commitments-auditable-from-one-response" in err
+    assert main(["specs", "review", str(path), "--finding", "x"]) == 2  # only with --approve
