@@ -111,7 +111,9 @@ class EpisodeResult:
 
     @property
     def satisfied(self) -> float:
-        states = list(self.commitment_states.values())
+        # Over the spec's own commitments: the default world rules (W1, ...) are held or violated
+        # like any invariant, but leave this figure comparable with runs from before they existed.
+        states = [self.commitment_states[c.id] for c in self.spec.commitments if c.id in self.commitment_states]
         return sum(s == "SATISFIED" for s in states) / len(states) if states else 0.0
 
     @property
