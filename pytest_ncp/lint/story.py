@@ -205,8 +205,10 @@ def _invariants_binding_the_player(cx: _Context) -> list[LintFinding]:
         text = _mask_namesakes(c.text, cx)
         for m in player.finditer(text):
             before = text[:m.start()].rstrip().lower()
-            if re.search(r"\b(?:only|by|to|than|with|for|of|from|at|on|nor|and|or|see|hear|harm|harms|kill|kills)$",
-                         before):
+            # "only Macbeth can see", "seen by Mary": the player is not the actor; "until Jack beats him":
+            # a condition on the player's act, while the rule itself binds the world.
+            if re.search(r"\b(?:only|by|to|than|with|for|of|from|at|on|nor|and|or|see|hear|harm|harms|kill|kills|"
+                         r"until|unless|before|after|when|once|while|if|whenever)$", before):
                 continue
             after = _SUBJECT_VERB.match(text, m.end())
             consumed = after.group(0).strip() if after else ""

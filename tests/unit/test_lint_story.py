@@ -284,3 +284,10 @@ def test_a_spec_that_drops_the_world_rule_may_state_its_own():
 ])
 def test_the_review_cases(old, new, rule):
     assert {f.rule for f in lint(edit(CLEAN, old, new))} == {rule}
+
+
+def test_a_condition_on_the_player_s_act_does_not_make_the_player_the_subject():
+    # the-ring C2: the rule binds the world (who is the better-known champion) until the player acts.
+    text = edit(CLEAN, "text: \"The lamp oil on the rock lasts only three nights unless the supply boat returns.\"",
+                "text: \"Penrose remains the harbour's master smuggler until Ada exposes him.\"")
+    assert lint(text) == []
