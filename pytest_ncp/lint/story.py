@@ -73,14 +73,14 @@ def _clauses(text: str, cx: _Context) -> int:
     return count
 
 
+_NOT_NAMES = frozenset("mr mrs ms dr miss captain sir lady lord the".split())  # in player names, not the name
+
+
 def _player_pattern(cx: _Context) -> re.Pattern[str] | None:
     tokens = sorted(t for t in cx.player_tokens if t[:1].isupper() and t.lower() not in CONTENT_STOPWORDS
                     and len(t) > 1 and t.lower() not in _NOT_NAMES)
     # Case-sensitive even inside re.I patterns: "the Black Pirate" is not "the pirate captain".
     return re.compile(r"(?-i:\b(?:" + "|".join(map(re.escape, tokens)) + r")\b)(?!['’]s)") if tokens else None
-
-
-_NOT_NAMES = frozenset("mr mrs ms dr miss captain sir lady lord the".split())
 
 
 def _mask_namesakes(text: str, cx: _Context) -> str:
