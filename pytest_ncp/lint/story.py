@@ -134,7 +134,7 @@ _OUT_OF_VIEW = (
     r"\bwithout {p}(?:['’]s)? (?:knowing|knowledge|seeing|noticing)\b",
     r"\bunknown to {p}\b", r"\bunseen by {p}\b", r"\bbehind {p}['’]s? back\b", r"\bin {p}['’]s? absence\b",
     r"\bknocks? {p} (?:out|unconscious|senseless)\b", r"\b{p}\b(?!['’]s)[^.;,]*?\b(?:is|falls|lies|has been|was) "
-    r"(?:knocked )?(?:unconscious|senseless|knocked out)\b",
+    r"(?:knocked )?(?:unconscious|senseless|stunned|knocked out)\b",
 )
 # The player dies or vanishes: "Paul is dead", "Mary ..., sees the dead dancing and vanishes on the beach".
 _GONE_VERB = r"(?:is dead|is killed|dies|has died|vanishes|has vanished|disappears|has disappeared)\b"

@@ -89,6 +89,7 @@ def test_two_clauses_and_three_named_people_are_one_event():
     ("While Ada is asleep, Penrose rows out for the brandy.", "While Ada is asleep"),
     ("Penrose moves the brandy without Ada knowing.", "without Ada knowing"),
     ("Ada lies unconscious while the smugglers search the tower.", "Ada lies unconscious"),
+    ("While Ada lies stunned, Penrose rows away.", "Ada lies stunned"),
 ])
 def test_a_node_the_player_cannot_witness(description, quoted):
     text = edit(CLEAN, "description: Ada breaks the tar seal of the cellar door.", f"description: {description}")
