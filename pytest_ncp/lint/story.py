@@ -259,6 +259,7 @@ _FIRST_PERSON = frozenset("i i'm i've i'll i'd we we're we've we'll my me our le
 _THIRD_PERSON_OPENERS = frozenset("the a an another his her their its he she they it there someone everyone "
                                   "everybody nobody somebody that this these those one".split())
 _SENTENCES = re.compile(r"[^.!?;]+[.!?;]*")
+_SPECULATION = re.compile(r"\b(?:must|might|may|could|perhaps|maybe|seems?|looks? like)\b", re.I)
 _QUOTED = re.compile(r"[\"“][^\"”]*[\"”]")
 
 
@@ -284,6 +285,8 @@ def _inputs_narrating_the_world(cx: _Context) -> list[LintFinding]:
                 continue  # "That night I hide ...": the player is the subject
             if first in _FIRST_PERSON or re.match(r"\s*[\w'’.-]+(?: [A-Z][\w'’-]+)?,", sentence):
                 continue  # the player's own act, or a vocative ("Jacob, ...")
+            if re.search(r",\s*[A-Z][\w'’-]*[.!]*$", sentence) or _SPECULATION.search(sentence):
+                continue  # words to someone ("That case is mine, Algy."), or a guess ("This must be ...")
             possessive = re.match(r"\s*[A-Z][\w-]*['’]s\b", sentence)  # "Trina's ticket ..."
             subject = first in _THIRD_PERSON_OPENERS or possessive or (
                 words[0] in cx.lexicon and words[0] not in cx.player_tokens)

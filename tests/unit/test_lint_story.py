@@ -204,6 +204,8 @@ def test_an_input_that_narrates_the_world(line, sentence):
     'I shout "the ship is on the reef!" to the fisherman.',  # quoted speech is the player's words
     "Is the ship safe? I look out to sea.",
     "Let me see the logbook again.",
+    "That brandy is not yours, Penrose.",            # the player's words to someone
+    "This must be the smugglers' work.",            # a guess, not a fact about the world
 ])
 def test_player_acts_words_and_questions_are_fine(line):
     text = edit(CLEAN, '"I rest for an hour, then polish the lens."', f"{line!r}" if '"' in line else f'"{line}"')
