@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SPECS
+from tests.conftest import FIXTURES
 
 AGENT = textwrap.dedent('''
     class Narrator:
@@ -33,13 +33,13 @@ class Project:
         self.pytester, self.server = pytester, server
         pytester.makepyfile(agent=AGENT)
         (pytester.path / "specs").mkdir()
-        shutil.copy(SPECS / "caligari.yaml", pytester.path / "specs" / "caligari.yaml")
+        shutil.copy(FIXTURES / "caligari.yaml", pytester.path / "specs" / "caligari.yaml")
 
     def add_spec(self, name: str, text: str) -> None:
         (self.pytester.path / "specs" / name).write_text(text)
 
     def twin(self, spec_id: str, title: str | None = None) -> None:
-        text = (SPECS / "caligari.yaml").read_text().replace("id: caligari\n", f"id: {spec_id}\n", 1)
+        text = (FIXTURES / "caligari.yaml").read_text().replace("id: caligari\n", f"id: {spec_id}\n", 1)
         if title is not None:  # prompts name the story by title: a distinct title tells episodes apart
             text = text.replace("title: The Cabinet of Dr. Caligari\n", f"title: {title}\n", 1)
         self.add_spec(f"{spec_id}.yaml", text)
