@@ -104,6 +104,8 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--record-mode", choices=("none", "once", "new_episodes", "all"),
                        help="record/replay every model call to cassettes (none = replay only)")
         p.add_argument("--cassettes", metavar="DIR", help="cassette directory for --record-mode")
+        p.add_argument("--no-pipeline", action="store_true",
+                       help="audit each turn before playing the next (the sequential reference; same results, slower)")
 
     p = sub.add_parser("run", help="run episodes of a narrator over specs")
     p.add_argument("--narrator", required=True, metavar="MODULE:ATTR",
@@ -211,7 +213,7 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
         api_base=api_base or args.api_base, max_turns=args.max_turns, repeats=args.repeats,
         concurrency=args.concurrency, timeout=args.timeout,
         survival_turn=args.survival_turn or min(20, args.max_turns),
-        record_mode=args.record_mode, cassettes=args.cassettes, demo=demo,
+        record_mode=args.record_mode, cassettes=args.cassettes, demo=demo, pipeline=not args.no_pipeline,
     )
     if args.resume and not args.out:
         return _usage("--resume needs --out DIR (the directory of the run to continue)")

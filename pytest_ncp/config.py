@@ -9,6 +9,9 @@ PLAYER_KINDS: tuple[str, ...] = ("scripted", "adversarial", "natural")
 DEFAULT_AUDITOR_MODEL = "openai/gpt-4o-mini"
 
 
+SCHEDULE_FIELDS: tuple[str, ...] = ("pipeline",)
+
+
 @dataclass
 class RunConfig:
     """Every setting of a run, as plain strings and numbers (serialisable, shared with pytest-xdist)."""
@@ -28,6 +31,9 @@ class RunConfig:
     record_mode: str | None = None  # none | once | new_episodes | all; None: cassettes off
     cassettes: str | None = None    # directory of cassettes
     demo: bool = False              # every model is the bundled scripted server: figures judge no model
+    # How episodes are scheduled, never what they produce: left out of to_dict (results.json's config)
+    # so that runs differing only here compare, merge and resume as the same configuration.
+    pipeline: bool = True           # play turn t+1 while turn t is audited (--no-pipeline: sequential)
 
     def validate(self) -> list[str]:
         problems = []
@@ -53,6 +59,8 @@ class RunConfig:
         from .prompts import PROMPT_VERSION
 
         data = asdict(self)
+        for name in SCHEDULE_FIELDS:
+            data.pop(name, None)
         data["api_base"] = scrub(self.api_base) if self.api_base else None
         data["prompt_version"] = PROMPT_VERSION
         data["models"] = {"narrator": self.narrator_model, "player": self.player_model,

@@ -7,6 +7,7 @@ it is audited, so an interrupted run keeps everything it did.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import json
 import os
@@ -100,6 +101,8 @@ class EpisodeResult:
     # Nodes reached, in order: {"id", "trigger_turn", "reached_turn"} (the trigger may precede the key delta).
     nodes: list[dict[str, Any]] = field(default_factory=list)
     trigger_turn: int | None = None  # the current node's trigger happened at this turn; its key delta has not yet
+    # Model calls of a turn played ahead and discarded because the episode ended first (pipelining).
+    speculative: Usage = field(default_factory=Usage)
 
     @property
     def spec_id(self) -> str:
@@ -138,6 +141,8 @@ class EpisodeResult:
             "commitments": dict(self.commitment_states), "nodes_reached": self.node_index,
             "nodes": [dict(n) for n in self.nodes],
             "tokens": self.usage.tokens, "cost_usd": round(self.usage.cost_usd, 8), "trace": self.trace,
+            "speculative": {"calls": self.speculative.calls, "tokens": self.speculative.tokens,
+                            "cost_usd": round(self.speculative.cost_usd, 8)},
         }
 
 
@@ -206,6 +211,15 @@ class _EpisodeError(Exception):
         self.info = info
 
 
+@dataclass
+class _Ahead:
+    """A turn played ahead of its predecessor's audit, and what its model calls used so far."""
+
+    task: asyncio.Future[tuple[str, str] | None]
+    usage: Usage
+    narrated: bool
+
+
 # --- the turn loop ---------------------------------------------------------------------------------
 
 
@@ -222,6 +236,7 @@ class Episode:
     trace_path: str | Path | None = None
     config: dict[str, Any] = field(default_factory=dict)
     on_turn: Callable[[], None] | None = None  # after each audited turn (progress displays)
+    pipeline: bool = True  # play turn t+1 while turn t is audited (see _loop); False: the sequential reference
 
     async def run(self) -> EpisodeResult:
         usage = Usage()
@@ -257,28 +272,94 @@ class Episode:
                 trace.close()
 
     async def _loop(self, result: EpisodeResult, trace: TraceWriter | None) -> Termination:
+        """Play, audit and apply turns until one ends the episode.
+
+        Pipelined (the default), turn t+1 is played while turn t is audited: the next input and
+        narration depend only on the transcript, never on an audit. When the audit of t ends the
+        episode, the speculative turn is discarded (its usage goes to ``result.speculative``), so
+        transcripts, traces and verdicts are those of the sequential schedule. Only players and
+        narrators that declare ``speculation_safe = True`` are called ahead: for them one extra call,
+        whose answer is dropped, is harmless; any other narrator is called exactly as sequentially.
+        """
         history: list[tuple[str, str]] = []
         await self._guard("narrator", self._reset)
         opening = await self._guard("narrator", self._opening, history)
         if opening is not None:
-            end = await self._turn(result, trace, 0, None, str(opening), history)
+            played: tuple[str | None, str] | None = (None, str(opening))
+            turn = 0
+        else:
+            played, turn = await self._play(1, tuple(history)), 1
+        while played is not None:
+            player_input, response = played
+            following = turn + 1
+            ahead = self._speculate(following, (*history, (player_input or "", response))) \
+                if following <= self.max_turns else None
+            try:
+                end = await self._turn(result, trace, turn, player_input, response, history)
+            except BaseException:
+                await self._discard(ahead, result)
+                raise
             if end:
+                await self._discard(ahead, result)
                 return end
-        for turn in range(1, self.max_turns + 1):
+            if following > self.max_turns:
+                return Termination.TURN_LIMIT
+            played, turn = await self._resume(ahead, following, history), following
+        return Termination.SCRIPT_EXHAUSTED
+
+    async def _play(self, turn: int, history: Sequence[tuple[str, str]], *, narrate: bool = True,
+                    player_input: str | None = None) -> tuple[str, str] | None:
+        """The player's input and the narrator's response for ``turn``; None when the script ran out."""
+        if player_input is None:
             view = PlayerView(player=self.spec.player, turn=turn, history=tuple(history))
-            player_input = await self._guard("player", call_maybe_async, self.player.next_input, view)
-            if player_input is None:
-                return Termination.SCRIPT_EXHAUSTED
-            context = self._context(turn, history)
-            response = await self._guard("narrator", call_maybe_async, self.narrator.respond,
-                                         str(player_input), context)
-            if not isinstance(response, str):
-                raise _EpisodeError(ErrorInfo("narrator", f"respond() returned {type(response).__name__}, "
-                                                          "expected str"))
-            end = await self._turn(result, trace, turn, str(player_input), response, history)
-            if end:
-                return end
-        return Termination.TURN_LIMIT
+            said = await self._guard("player", call_maybe_async, self.player.next_input, view)
+            if said is None:
+                return None
+            player_input = str(said)
+        if not narrate:
+            return player_input, ""
+        response = await self._guard("narrator", call_maybe_async, self.narrator.respond,
+                                     player_input, self._context(turn, list(history)))
+        if not isinstance(response, str):
+            raise _EpisodeError(ErrorInfo("narrator", f"respond() returned {type(response).__name__}, "
+                                                      "expected str"))
+        return player_input, response
+
+    def _speculate(self, turn: int, history: Sequence[tuple[str, str]]) -> _Ahead | None:
+        """Start playing ``turn`` ahead of the audit of the turn before, where that is safe."""
+        if not self.pipeline or not getattr(self.player, "speculation_safe", False):
+            return None
+        narrate = bool(getattr(self.narrator, "speculation_safe", False))
+        usage = Usage()
+
+        async def ahead() -> tuple[str, str] | None:
+            current_usage.set(usage)  # this task's own context: its calls count apart until kept
+            return await self._play(turn, history, narrate=narrate)
+
+        return _Ahead(asyncio.ensure_future(ahead()), usage, narrate)
+
+    async def _resume(self, ahead: _Ahead | None, turn: int,
+                      history: list[tuple[str, str]]) -> tuple[str, str] | None:
+        """The next turn: the speculative one when there is one (now kept), else played now."""
+        if ahead is None:
+            return await self._play(turn, tuple(history))
+        try:
+            played = await ahead.task
+        finally:
+            episode_usage = current_usage.get()
+            if episode_usage is not None:
+                episode_usage.merge(ahead.usage)
+        if played is None or ahead.narrated:
+            return played
+        return await self._play(turn, tuple(history), player_input=played[0])
+
+    @staticmethod
+    async def _discard(ahead: _Ahead | None, result: EpisodeResult) -> None:
+        if ahead is None:
+            return
+        ahead.task.cancel()
+        await asyncio.gather(ahead.task, return_exceptions=True)
+        result.speculative.merge(ahead.usage)
 
     async def _turn(self, result: EpisodeResult, trace: TraceWriter | None, turn: int,
                     player_input: str | None, response: str, history: list[tuple[str, str]]) -> Termination | None:

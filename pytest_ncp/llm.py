@@ -67,6 +67,12 @@ class Usage:
         self.completion_tokens += c.completion_tokens
         self.cost_usd += c.cost_usd
 
+    def merge(self, other: Usage) -> None:
+        self.calls += other.calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cost_usd += other.cost_usd
+
 
 # Per-episode usage: every completion made inside an episode's task tree is added to it as well.
 current_usage: contextvars.ContextVar[Usage | None] = contextvars.ContextVar("ncp_usage", default=None)
@@ -148,7 +154,10 @@ class ModelClient:
     """Async chat completions through litellm, shared by every episode of a run.
 
     ``api_base`` (``--api-base``) overrides litellm's own environment variables for every role.
-    ``transport`` replaces the litellm call (cassettes use it to record and replay).
+    ``transport`` replaces the model call (cassettes use it to record and replay).
+    ``lean``: ``openai/...`` models go through one pooled httpx client (``openai_compat``) instead of
+    litellm, about 1.6 ms of CPU per call instead of 9 ms; other providers always use litellm. Set
+    ``NCP_LEAN_CALLS=0`` to send everything through litellm.
     """
 
     api_base: str | None = None
@@ -159,8 +168,10 @@ class ModelClient:
     max_backoff: float = 30.0
     concurrency: int = 16
     transport: Transport | None = None
+    lean: bool = field(default_factory=lambda: os.environ.get("NCP_LEAN_CALLS", "1") != "0")
     usage: Usage = field(default_factory=Usage)
     _limiters: dict[str, AdaptiveLimiter] = field(default_factory=dict, repr=False)
+    _lean_transport: Any = field(default=None, repr=False)
 
     @property
     def call_limit(self) -> int:
@@ -189,7 +200,7 @@ class ModelClient:
         request: dict[str, Any] = {"role": role, "model": model, "messages": messages, "step": step,
                                    "response_format": response_format, "temperature": temperature,
                                    "repeat": repeat}
-        call = self.transport or self._litellm_call
+        call = self.transport or self.model_call
         limiter = self.limiter(model)
         attempt = 0
         while True:
@@ -226,20 +237,27 @@ class ModelClient:
         base = min(self.backoff * 2 ** (attempt - 1), self.max_backoff)
         return base * (0.5 + random.random() / 2)
 
+    async def model_call(self, request: dict[str, Any]) -> Completion:
+        """One attempt at a request, by the lean path or litellm (the transport cassettes wrap)."""
+        if self.lean and request["model"].startswith("openai/"):
+            if self._lean_transport is None:
+                from .openai_compat import LeanTransport
+
+                self._lean_transport = LeanTransport(api_base=self.api_base, api_key=self.api_key,
+                                                     timeout=self.timeout)
+            return await self._lean_transport(request, request_params(request))
+        return await self._litellm_call(request)
+
     async def _litellm_call(self, request: dict[str, Any]) -> Completion:
         litellm = import_litellm()
         model = request["model"]
         kwargs: dict[str, Any] = {
+            **request_params(request),
             "model": model,
-            "messages": request["messages"],
             "timeout": self.timeout,
             "num_retries": 0,  # we own the retry loop (litellm's needs tenacity, which it does not install)
             "extra_headers": {ROLE_HEADER: request["role"]},
         }
-        if request.get("temperature") is not None:
-            kwargs["temperature"] = request["temperature"]
-        if request.get("response_format") is not None:
-            kwargs["response_format"] = request["response_format"]
         if self.api_base:
             kwargs["api_base"] = self.api_base
             # Local OpenAI-compatible servers (Ollama, vLLM, test servers) rarely need a key,
@@ -260,6 +278,16 @@ class ModelClient:
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             cost_usd=cost,
         )
+
+
+def request_params(request: dict[str, Any]) -> dict[str, Any]:
+    """The chat-completions parameters of a request, as both paths send them (one place to shape requests)."""
+    params: dict[str, Any] = {"messages": request["messages"]}
+    if request.get("temperature") is not None:
+        params["temperature"] = request["temperature"]
+    if request.get("response_format") is not None:
+        params["response_format"] = request["response_format"]
+    return params
 
 
 def _replace(c: Completion, **changes: Any) -> Completion:
@@ -312,7 +340,8 @@ def _missing_key(exc: BaseException) -> bool:
 def _is_transient(exc: BaseException) -> bool:
     name = type(exc).__name__
     return name in {"APIConnectionError", "Timeout", "ServiceUnavailableError", "InternalServerError",
-                    "ConnectError", "ReadTimeout", "RemoteProtocolError"} or isinstance(exc, ConnectionError)
+                    "ConnectError", "ConnectTimeout", "ReadTimeout", "WriteTimeout", "PoolTimeout",
+                    "ReadError", "WriteError", "RemoteProtocolError"} or isinstance(exc, ConnectionError)
 
 
 _litellm: Any = None

@@ -34,7 +34,10 @@ class Narrator(Protocol):
     """The agent under test. ``respond`` may be a coroutine function.
 
     Optional: ``reset(spec)`` before an episode, ``opening()`` (or ``opening(context)``) returning the
-    turn-0 narration or None.
+    turn-0 narration or None. ``speculation_safe = True`` lets the episode call ``respond`` for turn
+    t+1 while turn t is audited (pipelining): when that audit ends the episode, the answer is dropped,
+    so such a narrator may see one more ``respond`` call than the sequential schedule makes, always
+    the last one. Leave it unset when that extra call would matter (side effects, call counting).
     """
 
     def respond(self, player_input: str, context: NarratorContext) -> str | Awaitable[str]: ...
@@ -121,6 +124,8 @@ class LLMNarrator:
 
     model: str | None = None
     prompt: str | Path = "narrator"
+    # A call depends only on the history it is given; an extra, dropped last call changes nothing.
+    speculation_safe = True
     temperature: float | None = 0.7
     opening_instruction: str | None = None  # e.g. "Open the story." to narrate a turn 0
 

@@ -44,6 +44,8 @@ OPTIONS: dict[str, tuple[str, Any, type]] = {
     "record-mode": ("record/replay model calls to cassettes: none (replay only) | once | new_episodes | all "
                     "(default: off)", None, str),
     "cassettes": ("cassette directory for --ncp-record-mode (default: ./cassettes)", None, str),
+    "no-pipeline": ("audit each turn before playing the next (the sequential reference schedule; results are "
+                    "identical, only slower)", False, bool),
     "demo": ("route every model call to the bundled scripted server (offline demo; judges nothing real)",
              False, bool),
 }
@@ -145,6 +147,7 @@ def resolve(config: pytest.Config) -> Settings:
         record_mode=values["record-mode"] or None,
         cassettes=str(values["cassettes"] or Path(config.rootpath) / "cassettes") if values["record-mode"] else None,
         demo=demo,
+        pipeline=not values["no-pipeline"],
     )
     problems.extend(p for p in run.validate() if "record mode" in p)
     if player in PLAYER_KINDS and player != "scripted" and not run.player_model:

@@ -36,6 +36,8 @@ class Player(Protocol):
 class ScriptedPlayer:
     """Plays a fixed list of inputs in order; returns None when they run out."""
 
+    speculation_safe = True  # a pure function of the turn: may be asked ahead (episode pipelining)
+
     def __init__(self, inputs: Sequence[str]):
         self.inputs = list(inputs)
 
@@ -62,6 +64,7 @@ class SimulatedPlayer:
     """An LLM plays the character with a persona: ``adversarial`` probes consistency, ``natural`` cooperates."""
 
     window = 20  # exchanges kept in the player's prompt
+    speculation_safe = True  # one model call from the view alone: may be asked ahead (episode pipelining)
 
     def __init__(self, persona: str, model: str, client: ModelClient, temperature: float = 0.9):
         if persona not in ("adversarial", "natural"):

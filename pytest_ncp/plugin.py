@@ -182,7 +182,7 @@ def ncp_client(request: pytest.FixtureRequest, ncp_api_base: str | None, ncp_set
 
         where = Path(run.cassettes) / re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.path.stem) / re.sub(
             r"[^A-Za-z0-9_.-]+", "_", request.node.name)
-        cassettes = CassetteTransport(run.record_mode, where, client._litellm_call)
+        cassettes = CassetteTransport(run.record_mode, where, client.model_call)
         client.transport = cassettes
     yield client
     if cassettes is not None:
@@ -264,7 +264,7 @@ def run_episode(request: pytest.FixtureRequest, ncp_settings: options.Settings, 
             spec=spec, narrator=narrator, player=player, auditor=auditor or ncp_auditor,
             max_turns=int(max_turns or marked.get("max_turns") or ncp_settings.run.max_turns), repeat=repeat,
             client=ncp_client, narrator_model=marked.get("narrator_model", ncp_settings.run.narrator_model),
-            trace_path=tmp_path / f"{spec.id}--r{repeat}--{next(calls)}.jsonl",
+            trace_path=tmp_path / f"{spec.id}--r{repeat}--{next(calls)}.jsonl", pipeline=ncp_settings.run.pipeline,
         )
         return asyncio.run(episode.run())
 

@@ -75,7 +75,7 @@ class Runner:
 
             assert self.config.cassettes, "a record mode needs a cassette directory"
             self.cassettes = CassetteTransport(self.config.record_mode, self.config.cassettes,
-                                               self.client.transport or self.client._litellm_call)
+                                               self.client.transport or self.client.model_call)
             self.client.transport = self.cassettes
         if self.narrator_factory is None:
             if not self.config.narrator:
@@ -98,6 +98,7 @@ class Runner:
             spec=spec, narrator=self.narrator_factory(), player=self.player_factory(spec), auditor=self.auditor,
             max_turns=self.config.max_turns, repeat=repeat, client=self.client, on_turn=self._turn_done,
             narrator_model=self.config.narrator_model, trace_path=trace, config=self.config.to_dict(),
+            pipeline=self.config.pipeline,
         )
 
     def resume(self) -> int:

@@ -1,0 +1,156 @@
+"""The lean path: OpenAI-compatible chat completions over one pooled httpx client, without litellm.
+
+``ModelClient`` sends ``openai/...`` models here (the OpenAI API itself, or ``--api-base`` pointing at
+vLLM, Ollama's OpenAI API, LM Studio, a test server). litellm stays for every other provider and for
+what it is for: its cost map prices these calls too, looked up once per model.
+
+Why httpx and not the openai SDK: against the scripted server (benchmarks/README.md), a call costs
+about 1.6 ms of CPU through httpx, 2.5 ms through ``AsyncOpenAI`` and 9 ms through
+``litellm.acompletion``; the SDK's typed response objects are the difference, and this module only
+needs the message text and the token counts.
+
+Request shaping stays in ``llm.request_params`` so that both paths send the same body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import os
+import weakref
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import httpx
+
+    from .llm import Completion
+
+DEFAULT_BASE = "https://api.openai.com/v1"
+PREFIX = "openai/"
+
+
+class HTTPError(Exception):
+    """A non-2xx answer. ``status_code`` and ``response.headers`` are what ``llm._classify`` reads."""
+
+    def __init__(self, status_code: int, message: str, response: Any):
+        self.status_code, self.response = status_code, response
+        super().__init__(message)
+
+
+class MissingKeyError(Exception):
+    """No key for the OpenAI API itself (a local ``--api-base`` needs none)."""
+
+
+def handles(model: str) -> bool:
+    """Whether the lean path serves this model: OpenAI-compatible chat completions."""
+    return model.startswith(PREFIX)
+
+
+class LeanTransport:
+    """One pooled ``httpx.AsyncClient`` per event loop (connections belong to the loop that opened them)."""
+
+    def __init__(self, *, api_base: str | None, api_key: str | None, timeout: float):
+        self.api_base, self.api_key, self.timeout = api_base, api_key, timeout
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = \
+            weakref.WeakKeyDictionary()
+        self._prices: dict[str, tuple[float, float]] = {}
+
+    def _client(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            import httpx
+
+            limits = httpx.Limits(max_connections=None, max_keepalive_connections=512)
+            client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 30.0)),
+                                       limits=limits)
+            self._clients[loop] = client
+        return client
+
+    def _endpoint(self) -> tuple[str, str]:
+        base = self.api_base or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") \
+            or DEFAULT_BASE
+        key = self.api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if base == DEFAULT_BASE:
+                raise MissingKeyError("Missing credentials: set OPENAI_API_KEY (or pass --api-base for a local "
+                                      "OpenAI-compatible server)")
+            key = "ncp-no-key"  # local servers rarely check a key
+        return base.rstrip("/") + "/chat/completions", key
+
+    async def __call__(self, request: dict[str, Any], body: dict[str, Any]) -> Completion:
+        from .llm import ROLE_HEADER, Completion
+
+        url, key = self._endpoint()
+        model = request["model"]
+        payload = {**body, "model": model[len(PREFIX):]}
+        response = await self._client().post(
+            url, content=json.dumps(payload).encode(),
+            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json",
+                     ROLE_HEADER: request["role"]})
+        if response.status_code >= 400:
+            raise HTTPError(response.status_code, _error_message(response), response)
+        data = json.loads(response.content)
+        try:
+            text = data["choices"][0]["message"].get("content") or ""
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise HTTPError(502, f"the answer has no choices[0].message: {response.text[:300]}", response) from None
+        usage = data.get("usage") or {}
+        prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+        per_in, per_out = self.price(model)
+        return Completion(text=text, model=model, role=request["role"], step=request.get("step"),
+                          prompt_tokens=prompt, completion_tokens=completion,
+                          cost_usd=prompt * per_in + completion * per_out)
+
+    def price(self, model: str) -> tuple[float, float]:
+        """USD per input and output token from litellm's cost map, looked up once per model."""
+        if model not in self._prices:
+            self._prices[model] = model_price(model)
+        return self._prices[model]
+
+    async def aclose(self) -> None:
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.aclose()
+
+
+def model_price(model: str) -> tuple[float, float]:
+    """(input, output) USD per token of ``model`` in litellm's cost map; (0, 0) when it has no price.
+
+    When litellm is not imported yet (a run whose every model is OpenAI-compatible), its bundled map
+    is read as a file: importing litellm costs seconds and about 100 MB for one table.
+    """
+    table = _cost_map()
+    for name in (model, model[len(PREFIX):] if model.startswith(PREFIX) else None):
+        info = table.get(name) if name else None
+        if isinstance(info, dict):
+            return float(info.get("input_cost_per_token") or 0.0), float(info.get("output_cost_per_token") or 0.0)
+    return 0.0, 0.0
+
+
+@functools.lru_cache(maxsize=1)
+def _cost_map() -> dict[str, Any]:
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    if "litellm" in sys.modules and hasattr(sys.modules["litellm"], "model_cost"):
+        return sys.modules["litellm"].model_cost
+    spec = importlib.util.find_spec("litellm")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(folder) / "model_prices_and_context_window_backup.json"
+        if path.exists():
+            return json.loads(path.read_text(encoding="utf-8"))
+    from .llm import import_litellm
+
+    return import_litellm().model_cost
+
+
+def _error_message(response: Any) -> str:
+    try:
+        error = json.loads(response.content).get("error")
+        message = error.get("message") if isinstance(error, dict) else error
+    except (ValueError, AttributeError):
+        message = None
+    return f"HTTP {response.status_code}: {message or response.text[:300]}"
