@@ -147,10 +147,13 @@ def _run(server, out, path, **config):
 
 
 def test_both_paths_record_identical_cassettes_and_results(ncp_model_server, tmp_path):
-    ncp_model_server.add(step="fact_update", reply={"added": [{"text": "Cesare is asleep.",
-                                                               "quote": "Cesare sleeps."}], "negated": []})
-    lean = _run(ncp_model_server, tmp_path / "lean", "lean")
-    slow = _run(ncp_model_server, tmp_path / "litellm", "litellm")
+    def run(path):
+        ncp_model_server.reset()
+        ncp_model_server.add(step="fact_update", contains="Cesare sleeps.", times=1, reply={
+            "added": [{"text": "Cesare is asleep.", "quote": "Cesare sleeps."}], "negated": []})
+        return _run(ncp_model_server, tmp_path / path, path)
+
+    lean, slow = run("lean"), run("litellm")
     # Audit calls run concurrently, so entries are in arrival order: compare them as a set of recordings.
     recorded = [sorted(json.dumps(e, sort_keys=True) for e in yaml.safe_load(
         (d / "cassettes" / "caligari--r0.yaml").read_text())["interactions"]) for d in (lean, slow)]
@@ -158,4 +161,4 @@ def test_both_paths_record_identical_cassettes_and_results(ncp_model_server, tmp
     a, b = (json.loads((d / "run" / "results.json").read_text()) for d in (lean, slow))
     assert a["config"].pop("cassettes") != b["config"].pop("cassettes")  # the only difference: where
     assert a == b
-    assert a["episodes"][0]["tokens"] > 0
+    assert a["episodes"][0]["tokens"] > 0 and a["episodes"][0]["termination"] == "turn_limit"
