@@ -12,7 +12,7 @@ from typing import Any
 
 from syrupy.extensions.json import JSONSnapshotExtension
 
-VOLATILE = frozenset({"tokens", "cost_usd", "latency_s", "trace", "prompt_tokens", "completion_tokens",
+VOLATILE = frozenset({"tokens", "cost_usd", "latency_s", "trace", "prompt_tokens", "completion_tokens", "speculative",
                       "attempts", "received_at", "created", "id"})
 
 
