@@ -20,7 +20,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 # Further commands live in their own modules, each with ``register(subparsers)`` that adds its
 # sub-command (with ``set_defaults(func=...)``); keep their imports inside the command functions.
 COMMAND_MODULES: tuple[str, ...] = ("pytest_ncp.commands.lint", "pytest_ncp.commands.report", "pytest_ncp.commands.specs",
-                                      "pytest_ncp.commands.compare")
+                                      "pytest_ncp.commands.compare", "pytest_ncp.commands.merge")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -106,6 +106,12 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--cassettes", metavar="DIR", help="cassette directory for --record-mode")
         p.add_argument("--no-pipeline", action="store_true",
                        help="audit each turn before playing the next (the sequential reference; same results, slower)")
+        p.add_argument("--workers", type=_workers, default="auto", metavar="N|auto",
+                       help="processes to spread episodes over (default auto: 1 up to 32 episodes in flight, "
+                            "then one more per 32, at most one per core); one results.json, one progress bar")
+        p.add_argument("--shard", metavar="I/N",
+                       help="run only slice I of N of the (spec, repeat) episodes (CI matrices); "
+                            "join the slices' --out folders with ncp merge")
 
     p = sub.add_parser("run", help="run episodes of a narrator over specs")
     p.add_argument("--narrator", required=True, metavar="MODULE:ATTR",
@@ -139,6 +145,15 @@ def whole_number(minimum: int):  # noqa: ANN201 - an argparse type
 
 
 _positive = whole_number(1)
+
+
+def _workers(text: str) -> int | str:
+    if text == "auto":
+        return text
+    try:
+        return whole_number(1)(text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} (or auto)") from None
 
 
 def load_specs_or_report(paths: Sequence[str]) -> tuple[list, list] | None:
@@ -214,6 +229,7 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
         concurrency=args.concurrency, timeout=args.timeout,
         survival_turn=args.survival_turn or min(20, args.max_turns),
         record_mode=args.record_mode, cassettes=args.cassettes, demo=demo, pipeline=not args.no_pipeline,
+        shard=args.shard,
     )
     if args.resume and not args.out:
         return _usage("--resume needs --out DIR (the directory of the run to continue)")
@@ -234,28 +250,47 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     assert runner.client is not None
     display = ProgressDisplay(runner.progress, runner.client.usage)
     runner.on_episode = display.episode_done
+    jobs = runner.jobs(specs)
+    if args.workers == "auto":
+        from .workers import default_workers
+
+        workers = default_workers(min(config.concurrency, len(jobs)))
+    else:
+        workers = int(args.workers)
+    problems: list[str] = []
     try:
         with display:
-            results = asyncio.run(runner.run(specs))
+            if workers > 1:
+                from .workers import run_in_workers
+
+                problems = run_in_workers(runner, specs, workers, display=display)
+            else:
+                asyncio.run(runner.run(specs))
     except KeyboardInterrupt:
         if args.out:
             print(f"interrupted: {len(runner.results)} finished episode(s) are in {Path(args.out) / 'results.json'}; "
                   f"continue with the same command plus --resume", file=sys.stderr)
         raise
+    for problem in problems:
+        print(f"ncp: error: {problem}", file=sys.stderr)
+    from .config import episode_key
     from .metrics import compute_metrics
 
-    metrics = compute_metrics([r.to_dict() for r in results], survival_turn=config.survival_turn)
+    entries = [runner.results[k] for k in (episode_key(s.id, r) for s, r in jobs) if k in runner.results]
+    metrics = compute_metrics(entries, survival_turn=config.survival_turn)
     print(_summary(metrics, config.survival_turn))
     if config.demo:
         print("offline demo: every model was the bundled scripted server; these figures judge no real model")
     if args.out:
         print(f"results: {Path(args.out) / 'results.json'}")
+    if args.shard:
+        print(f"shard {args.shard}: {len(jobs)} episode(s); join the shards' folders with ncp merge")
     if gate:
-        verdict = gate.check([r.to_dict() for r in results])
+        verdict = gate.check(entries)
         print(verdict.line())
         if not verdict.passed:
             return EXIT_FAILED
-    return EXIT_FAILED if errors else EXIT_OK
+    return EXIT_FAILED if errors or problems else EXIT_OK
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

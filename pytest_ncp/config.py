@@ -9,7 +9,7 @@ PLAYER_KINDS: tuple[str, ...] = ("scripted", "adversarial", "natural")
 DEFAULT_AUDITOR_MODEL = "openai/gpt-4o-mini"
 
 
-SCHEDULE_FIELDS: tuple[str, ...] = ("pipeline",)
+SCHEDULE_FIELDS: tuple[str, ...] = ("pipeline", "shard")
 
 
 @dataclass
@@ -34,6 +34,7 @@ class RunConfig:
     # How episodes are scheduled, never what they produce: left out of to_dict (results.json's config)
     # so that runs differing only here compare, merge and resume as the same configuration.
     pipeline: bool = True           # play turn t+1 while turn t is audited (--no-pipeline: sequential)
+    shard: str | None = None        # "i/n": run only this slice of the episodes (results.json says which)
 
     def validate(self) -> list[str]:
         problems = []
@@ -49,6 +50,13 @@ class RunConfig:
                 problems.append(f"unknown record mode {self.record_mode!r}; valid: {', '.join(RECORD_MODES)}")
             if not self.cassettes:
                 problems.append("a record mode needs a cassette directory (--cassettes DIR)")
+        if self.shard is not None:
+            from .shards import Shard
+
+            try:
+                Shard.parse(self.shard)
+            except ValueError as exc:
+                problems.append(str(exc))
         for name in ("max_turns", "repeats", "concurrency"):
             if int(getattr(self, name)) < 1:
                 problems.append(f"{name} must be at least 1 (got {getattr(self, name)})")

@@ -60,6 +60,7 @@ class Runner:
     player_factory: Callable[[NarrativeSpec], Player] | None = None
     client: ModelClient | None = None
     on_episode: Callable[[EpisodeResult], None] | None = None
+    on_turn: Callable[[], None] | None = None  # after each audited turn of any episode (worker processes)
     write_results: bool = True  # False where another process merges results (pytest-xdist workers)
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     _finished: dict[str, Path] = field(default_factory=dict, repr=False)  # from resume()
@@ -146,6 +147,8 @@ class Runner:
 
     def _turn_done(self) -> None:
         self.progress.turns += 1
+        if self.on_turn is not None:
+            self.on_turn()
 
     async def run(self, specs: Sequence[NarrativeSpec]) -> list[EpisodeResult]:
         """All episodes of ``specs`` x ``repeats``, at most ``concurrency`` at a time, in input order."""
@@ -155,9 +158,18 @@ class Runner:
             async with bound:
                 return await self.run_one(spec, repeat)
 
-        jobs = [one(s, r) for s in specs for r in range(self.config.repeats)]
+        jobs = [one(s, r) for s, r in self.jobs(specs)]
         self.progress.total += len(jobs)
         return list(await asyncio.gather(*jobs))
+
+    def jobs(self, specs: Sequence[NarrativeSpec]) -> list[tuple[NarrativeSpec, int]]:
+        """The (spec, repeat) episodes of this run: every one, or this shard's slice (``--shard i/n``)."""
+        jobs = [(s, r) for s in specs for r in range(self.config.repeats)]
+        if self.config.shard:
+            from .shards import Shard
+
+            jobs = Shard.parse(self.config.shard).select(jobs)
+        return jobs
 
     # --- results.json --------------------------------------------------------------------------
     def record(self, result: EpisodeResult) -> None:
@@ -167,9 +179,18 @@ class Runner:
         self.results[episode_key(result.spec.id, result.repeat)] = result.to_dict()
         if self.on_episode:
             self.on_episode(result)
+        self.save()
+
+    def save(self) -> None:
+        """Rewrite results.json from every episode recorded so far (when this runner writes it)."""
         if self.out_dir is not None and self.write_results:
+            shard = None
+            if self.config.shard:
+                from .shards import Shard
+
+                shard = Shard.parse(self.config.shard).to_dict()
             write_results(self.out_dir, self.config.to_dict(), list(self.results.values()),
-                          survival_turn=self.config.survival_turn)
+                          survival_turn=self.config.survival_turn, shard=shard)
 
 
 class BackgroundRunner:
@@ -257,14 +278,18 @@ def _setup_error(spec: NarrativeSpec, repeat: int, exc: Exception) -> EpisodeRes
     )
 
 
-def build_results(config: dict[str, Any], episodes: list[dict[str, Any]], *, survival_turn: int = 20) -> dict[str, Any]:
+def build_results(config: dict[str, Any], episodes: list[dict[str, Any]], *, survival_turn: int = 20,
+                  shard: dict[str, int] | None = None) -> dict[str, Any]:
     episodes = sorted(episodes, key=lambda e: (e["spec_id"], e["repeat"]))
-    return {"version": RESULTS_VERSION, "config": config, "episodes": episodes,
+    data = {"version": RESULTS_VERSION, "config": config, "episodes": episodes,
             "metrics": compute_metrics(episodes, survival_turn=survival_turn)}
+    if shard is not None:
+        data["shard"] = shard  # one slice of a run (ncp run --shard i/n); ncp merge joins the slices
+    return data
 
 
 def write_results(out_dir: str | Path, config: dict[str, Any], episodes: list[dict[str, Any]],
-                  *, survival_turn: int = 20) -> Path:
+                  *, survival_turn: int = 20, shard: dict[str, int] | None = None) -> Path:
     """Write ``results.json`` atomically (temp file + rename): readers never see half a file."""
     from .traces import trace_reference
 
@@ -272,7 +297,7 @@ def write_results(out_dir: str | Path, config: dict[str, Any], episodes: list[di
     out.mkdir(parents=True, exist_ok=True)
     # Traces inside the results folder are recorded relative to it, so the folder can move whole.
     episodes = [{**e, "trace": trace_reference(e["trace"], out)} if e.get("trace") else e for e in episodes]
-    data = build_results(config, episodes, survival_turn=survival_turn)
+    data = build_results(config, episodes, survival_turn=survival_turn, shard=shard)
     fd, tmp = tempfile.mkstemp(prefix=".results.", suffix=".json", dir=out)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(data, fh, indent=2, ensure_ascii=False)

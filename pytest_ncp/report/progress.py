@@ -33,7 +33,10 @@ class ProgressDisplay:
     def episode_done(self, result: EpisodeResult) -> None:
         from ..episode import episode_line
 
-        line = episode_line(result)
+        self.line(episode_line(result))
+
+    def line(self, line: str) -> None:
+        """Print one line above the live bar (or plainly)."""
         if self._console is not None:
             self._console.print(line, markup=False, highlight=False)
         else:

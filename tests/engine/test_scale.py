@@ -1,0 +1,121 @@
+"""Shards (``ncp run --shard i/n``), ``ncp merge`` and worker processes (``ncp run --workers N``).
+
+Runs go through ``ncp demo``: the bundled scripted server answers every role deterministically, so
+a sharded, merged or multi-process run must reproduce the single run's results exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from pytest_ncp.cli import main
+from pytest_ncp.config import RunConfig
+from pytest_ncp.shards import Shard
+from pytest_ncp.spec import load_specs
+from pytest_ncp.workers import default_workers
+from tests.conftest import SPECS
+
+FEW = [str(SPECS / name) for name in ("caligari.yaml", "aelita.yaml", "ben-hur.yaml", "big-parade.yaml")]
+
+
+def demo(out, *extra, specs=FEW):
+    return main(["demo", "--specs", *specs, "--max-turns", "4", "--repeats", "2", "--out", str(out), *extra])
+
+
+def comparable(path):
+    data = json.loads((path / "results.json").read_text())
+    data["config"].pop("api_base")  # every demo run starts its own scripted server
+    for e in data["episodes"]:
+        e.pop("speculative")  # how much was played ahead depends on timing
+        e["trace"] = e["trace"].rsplit("/", 1)[-1]
+    return data
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 7, 64])
+def test_shards_are_disjoint_balanced_and_cover_every_episode(count):
+    specs, _ = load_specs([SPECS])
+    jobs = [(s, r) for s in specs for r in range(3)]
+    shuffled = random.Random(count).sample(jobs, len(jobs))
+    slices = [Shard(i, count).select(jobs) for i in range(1, count + 1)]
+    keys = [[(s.id, r) for s, r in part] for part in slices]
+    flat = [k for part in keys for k in part]
+    assert sorted(flat) == sorted((s.id, r) for s, r in jobs) and len(set(flat)) == len(flat)
+    assert max(map(len, slices)) - min(map(len, slices)) <= 1
+    # The same slice whatever order the specs were found in.
+    assert [sorted((s.id, r) for s, r in Shard(i, count).select(shuffled)) for i in range(1, count + 1)] == \
+        [sorted(part) for part in keys]
+
+
+@pytest.mark.parametrize("text", ["0/2", "3/2", "1/0", "1", "a/b", "1/2/3"])
+def test_a_bad_shard_is_refused_with_the_expected_form(text, capsys):
+    assert RunConfig(shard=text).validate()
+    assert demo("/nonexistent-out", "--shard", text) == 2
+    assert "expected i/n with 1 <= i <= n" in capsys.readouterr().err
+
+
+def test_merged_shards_equal_the_unsharded_run(tmp_path, capsys):
+    assert demo(tmp_path / "whole") == 0
+    for i in (1, 2, 3):
+        assert demo(tmp_path / f"shard-{i}", "--shard", f"{i}/3") == 0
+        part = json.loads((tmp_path / f"shard-{i}" / "results.json").read_text())
+        assert part["shard"] == {"index": i, "count": 3} and 2 <= len(part["episodes"]) <= 3
+    capsys.readouterr()
+    assert main(["merge", *(str(tmp_path / f"shard-{i}") for i in (3, 1, 2)), "--out", str(tmp_path / "all")]) == 0
+    assert "8 episode(s)" in capsys.readouterr().out
+    merged, whole = comparable(tmp_path / "all"), comparable(tmp_path / "whole")
+    assert merged["metrics"] == whole["metrics"]
+    assert merged == whole
+    # The merged folder stands alone: every trace was copied beside its results.json.
+    assert all((tmp_path / "all" / "traces" / e["trace"]).exists() for e in merged["episodes"])
+
+
+def test_merge_refuses_mixed_configurations_missing_and_repeated_shards(tmp_path, capsys):
+    assert demo(tmp_path / "a", "--shard", "1/2") == 0
+    assert main(["demo", "--specs", *FEW, "--max-turns", "3", "--repeats", "2", "--out", str(tmp_path / "b"),
+                 "--shard", "2/2"]) == 0
+    assert demo(tmp_path / "c", "--shard", "2/2") == 0
+    assert demo(tmp_path / "d", "--shard", "1/3") == 0
+    capsys.readouterr()
+    assert main(["merge", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "m")]) == 2
+    assert "different configurations (differing: max_turns)" in capsys.readouterr().err
+    assert main(["merge", str(tmp_path / "a"), "--out", str(tmp_path / "m")]) == 2
+    assert "shard(s) 2/2 missing" in capsys.readouterr().err
+    assert main(["merge", str(tmp_path / "a"), str(tmp_path / "a"), "--out", str(tmp_path / "m")]) == 2
+    assert "given twice" in capsys.readouterr().err
+    assert main(["merge", str(tmp_path / "a"), str(tmp_path / "d"), "--out", str(tmp_path / "m")]) == 2
+    assert "different numbers of shards" in capsys.readouterr().err
+    assert not (tmp_path / "m" / "results.json").exists()
+    assert main(["merge", str(tmp_path / "a"), str(tmp_path / "c"), "--out", str(tmp_path / "m")]) == 0
+
+
+def test_workers_write_one_results_json_equal_to_a_single_process_run(tmp_path, capsys):
+    assert demo(tmp_path / "one", "--workers", "1") == 0
+    capsys.readouterr()
+    assert demo(tmp_path / "two", "--workers", "2") == 0
+    printed = capsys.readouterr().out
+    assert comparable(tmp_path / "two") == comparable(tmp_path / "one")
+    # One progress display: each episode's line once, and the final status line counts all of them.
+    assert sum(line.startswith("caligari[r") for line in printed.splitlines()) == 2
+    assert "8/8 episodes done" in printed
+
+
+def test_workers_resume_only_what_is_left(tmp_path, capsys):
+    assert demo(tmp_path / "run", "--shard", "1/2") == 0  # half of the episodes, in the same folder
+    data = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert len(data["episodes"]) == 4
+    capsys.readouterr()
+    assert demo(tmp_path / "run", "--workers", "2", "--resume") == 0
+    printed = capsys.readouterr().out
+    assert "resuming: 4 finished episode(s)" in printed and printed.count("[r") == 4
+    assert len(json.loads((tmp_path / "run" / "results.json").read_text())["episodes"]) == 8
+
+
+def test_default_workers_rule():
+    assert default_workers(16, cores=8) == 1
+    assert default_workers(32, cores=8) == 1
+    assert default_workers(33, cores=8) == 2
+    assert default_workers(200, cores=2) == 2
+    assert default_workers(200, cores=16) == 7
