@@ -1,13 +1,14 @@
-"""The lean path: OpenAI-compatible chat completions over one pooled httpx client, without litellm.
+"""The lean path: OpenAI-compatible chat completions over one pooled aiohttp session, without litellm.
 
 ``ModelClient`` sends ``openai/...`` models here (the OpenAI API itself, or ``--api-base`` pointing at
 vLLM, Ollama's OpenAI API, LM Studio, a test server). litellm stays for every other provider and for
 what it is for: its cost map prices these calls too, looked up once per model.
 
-Why httpx and not the openai SDK: against the scripted server (benchmarks/README.md), a call costs
-about 1.6 ms of CPU through httpx, 2.5 ms through ``AsyncOpenAI`` and 9 ms through
-``litellm.acompletion``; the SDK's typed response objects are the difference, and this module only
-needs the message text and the token counts.
+Why aiohttp (a litellm dependency, so nothing new to install): ``benchmarks/clients.py`` measures the
+CPU per call of the candidates against the scripted server. One call at a time: aiohttp 0.6 ms,
+httpx 1.7 ms, the openai SDK 2.7 ms, ``litellm.acompletion`` 7 ms. With 120 calls in flight (24
+episodes), what a real run pays: aiohttp 0.2 ms, httpx 5.6 ms (httpcore's pool scans every
+connection on every event), the SDK 3.5 ms (httpx underneath), litellm 6 ms.
 
 Request shaping stays in ``llm.request_params`` so that both paths send the same body.
 """
@@ -22,8 +23,6 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import httpx
-
     from .llm import Completion
 
 DEFAULT_BASE = "https://api.openai.com/v1"
@@ -31,7 +30,7 @@ PREFIX = "openai/"
 
 
 class HTTPError(Exception):
-    """A non-2xx answer. ``status_code`` and ``response.headers`` are what ``llm._classify`` reads."""
+    """A 4xx/5xx answer. ``status_code`` and ``response.headers`` are what ``llm._classify`` reads."""
 
     def __init__(self, status_code: int, message: str, response: Any):
         self.status_code, self.response = status_code, response
@@ -48,25 +47,38 @@ def handles(model: str) -> bool:
 
 
 class LeanTransport:
-    """One pooled ``httpx.AsyncClient`` per event loop (connections belong to the loop that opened them)."""
+    """One pooled ``aiohttp.ClientSession`` per event loop (connections belong to the loop that opened them).
+
+    Each session is closed when its loop shuts down: an async generator per loop holds it, and
+    ``asyncio.run`` (or ``loop.shutdown_asyncgens()``) finalises it.
+    """
 
     def __init__(self, *, api_base: str | None, api_key: str | None, timeout: float):
         self.api_base, self.api_key, self.timeout = api_base, api_key, timeout
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = \
+        self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]] = \
             weakref.WeakKeyDictionary()
         self._prices: dict[str, tuple[float, float]] = {}
 
-    def _client(self) -> httpx.AsyncClient:
+    async def _session(self) -> Any:
         loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            import httpx
+        held = self._sessions.get(loop)
+        if held is None or held[0].closed:
+            import aiohttp
 
-            limits = httpx.Limits(max_connections=None, max_keepalive_connections=512)
-            client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 30.0)),
-                                       limits=limits)
-            self._clients[loop] = client
-        return client
+            session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30.0),
+                timeout=aiohttp.ClientTimeout(total=self.timeout, connect=min(self.timeout, 30.0)))
+
+            async def holder() -> Any:
+                try:
+                    yield session
+                finally:
+                    await session.close()
+
+            keeper = holder()
+            await keeper.__anext__()
+            held = self._sessions[loop] = (session, keeper)
+        return held[0]
 
     def _endpoint(self) -> tuple[str, str]:
         base = self.api_base or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") \
@@ -84,18 +96,20 @@ class LeanTransport:
 
         url, key = self._endpoint()
         model = request["model"]
-        payload = {**body, "model": model[len(PREFIX):]}
-        response = await self._client().post(
-            url, content=json.dumps(payload).encode(),
-            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json",
-                     ROLE_HEADER: request["role"]})
-        if response.status_code >= 400:
-            raise HTTPError(response.status_code, _error_message(response), response)
-        data = json.loads(response.content)
+        payload = json.dumps({**body, "model": model[len(PREFIX):]}).encode()
+        session = await self._session()
+        async with session.post(url, data=payload, headers={
+                "Authorization": f"Bearer {key}", "Content-Type": "application/json",
+                ROLE_HEADER: request["role"]}) as response:
+            raw = await response.read()
+            if response.status >= 400:
+                raise HTTPError(response.status, _error_message(response.status, raw), _Answer(response.headers))
         try:
+            data = json.loads(raw)
             text = data["choices"][0]["message"].get("content") or ""
-        except (KeyError, IndexError, TypeError, AttributeError):
-            raise HTTPError(502, f"the answer has no choices[0].message: {response.text[:300]}", response) from None
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            raise HTTPError(502, f"the answer has no choices[0].message: {raw[:300]!r}",
+                            _Answer(response.headers)) from None
         usage = data.get("usage") or {}
         prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
         per_in, per_out = self.price(model)
@@ -109,10 +123,13 @@ class LeanTransport:
             self._prices[model] = model_price(model)
         return self._prices[model]
 
-    async def aclose(self) -> None:
-        client = self._clients.pop(asyncio.get_running_loop(), None)
-        if client is not None:
-            await client.aclose()
+
+
+class _Answer:
+    """What an error keeps of the HTTP answer: its headers (Retry-After), readable after the body is."""
+
+    def __init__(self, headers: Any):
+        self.headers = {k.lower(): v for k, v in headers.items()}
 
 
 def model_price(model: str) -> tuple[float, float]:
@@ -147,10 +164,10 @@ def _cost_map() -> dict[str, Any]:
     return import_litellm().model_cost
 
 
-def _error_message(response: Any) -> str:
+def _error_message(status: int, raw: bytes) -> str:
     try:
-        error = json.loads(response.content).get("error")
+        error = json.loads(raw).get("error")
         message = error.get("message") if isinstance(error, dict) else error
     except (ValueError, AttributeError):
         message = None
-    return f"HTTP {response.status_code}: {message or response.text[:300]}"
+    return f"HTTP {status}: {message or raw[:300].decode('utf-8', 'replace')}"

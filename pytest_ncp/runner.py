@@ -264,6 +264,8 @@ async def _cancel_all() -> None:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+    # Async generators hold per-loop resources (the lean path's HTTP session); asyncio.run does this.
+    await asyncio.get_running_loop().shutdown_asyncgens()
 
 
 def _setup_error(spec: NarrativeSpec, repeat: int, exc: Exception) -> EpisodeResult:

@@ -50,14 +50,14 @@ def test_episode_concurrency_bound_is_respected(ncp_model_server, tmp_path):
 
 def test_call_limiter_bounds_requests_in_flight(ncp_model_server):
     ncp_model_server.latency = 0.05
-    client = ModelClient(api_base=ncp_model_server.base_url, concurrency=1)  # 4 call slots
+    client = ModelClient(api_base=ncp_model_server.base_url, concurrency=1)  # 5 call slots
 
     async def many():
         await asyncio.gather(*(client.complete("narrator", "openai/n", [{"role": "user", "content": str(i)}])
                                for i in range(12)))
 
     asyncio.run(many())
-    assert ncp_model_server.max_in_flight == 4
+    assert ncp_model_server.max_in_flight == 5
 
 
 def test_rate_limit_storm_halves_the_limit_then_it_recovers(ncp_model_server):
