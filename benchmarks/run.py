@@ -116,7 +116,10 @@ def memory_child(base: str, lean: bool, episodes: int, turns: int) -> None:
     """Figure 5 in a fresh process, so nothing measured before counts: prints max RSS in MB."""
     out = TMP / f"memory-{'lean' if lean else 'litellm'}"
     wall, _, calls, results = run(episodes, base, turns=turns, lean=lean, out=out)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the parent across fork + exec, so a
+    # child of a big benchmark process would report the parent's size.
+    with open("/proc/self/status") as fh:
+        peak = int(fh.read().split("VmHWM:")[1].split()[0]) / 1024
     print(json.dumps({"peak_mb": peak, "wall": wall, "calls": calls, "episodes": len(results)}))
 
 
@@ -125,6 +128,14 @@ def memory(base: str, lean: bool, episodes: int, turns: int) -> dict:
     proc = subprocess.run([sys.executable, __file__, "--memory-child", base, "--episodes", str(episodes),
                            "--turns", str(turns)], capture_output=True, text=True, env=env, check=True)
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+class Rows(list):
+    """The table's rows, each also printed as soon as it is measured (the whole table comes at the end)."""
+
+    def append(self, row) -> None:
+        super().append(row)
+        print(" | ".join(row), f"| load {os.getloadavg()[0]:.1f}", flush=True)
 
 
 def main() -> None:
@@ -142,7 +153,7 @@ def main() -> None:
     L = args.latency
     long, turns, many = (6, 4, 60) if args.quick else (20, 10, 200)
     load_before = os.getloadavg()
-    rows: list[tuple[str, str, str, str, str, str]] = []
+    rows = Rows()
     schedules = (("now", {}), ("seq", {"pipeline": False}), ("litellm", {"lean": False}))
     with ServerProcess(L) as slow, ServerProcess(0.0) as fast, ScriptedModelServer() as local:
         run(2, fast.base_url, turns=2)  # warm up: imports, connections
@@ -202,6 +213,7 @@ def main() -> None:
 
     header = ("figure", "now", "sequential", "litellm only", "target", "detail")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]
+    print()
     for row in [header, *rows]:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[5])
     print(f"load average before: {' '.join(f'{x:.2f}' for x in load_before)}; after: "
