@@ -98,9 +98,14 @@ class LeanTransport:
         model = request["model"]
         payload = json.dumps({**body, "model": model[len(PREFIX):]}).encode()
         session = await self._session()
+        extra: dict[str, Any] = {}
+        if request.get("timeout"):  # a per-call timeout in the request wins over the client's
+            import aiohttp
+
+            extra["timeout"] = aiohttp.ClientTimeout(total=float(request["timeout"]))
         async with session.post(url, data=payload, headers={
                 "Authorization": f"Bearer {key}", "Content-Type": "application/json",
-                ROLE_HEADER: request["role"]}) as response:
+                ROLE_HEADER: request["role"]}, **extra) as response:
             raw = await response.read()
             if response.status >= 400:
                 raise HTTPError(response.status, _error_message(response.status, raw), _Answer(response.headers))

@@ -5,6 +5,12 @@ from __future__ import annotations
 import json
 
 
+def scene(request):
+    """Turn t's narration is 'Scene t. The fair is loud.' (t = player messages in the prompt)."""
+    turn = sum(1 for m in request.body["messages"] if m["role"] == "user")
+    return f"Scene {turn}. The fair is loud."
+
+
 def test_no_pipeline_gives_the_same_outcomes_without_playing_ahead(project, tmp_path):
     def narrations():
         return sum(r.role == "narrator" for r in project.server.requests)
@@ -14,10 +20,14 @@ def test_no_pipeline_gives_the_same_outcomes_without_playing_ahead(project, tmp_
     for flags in ((), ("--ncp-no-pipeline",)):
         project.server.reset()
         project.conflict_at(2)
-        project.server.add(role="narrator", reply="The fair is loud. Alan is here.")
+        project.server.add(role="narrator", reply=scene)
         report = tmp_path / ("seq" if flags else "pipe")
         result = project.run(*flags, f"--ncp-report={report}", "--ncp-narrator-model=openai/narrator",
-                             narrator="pytest_ncp.narrators:LLMNarrator")
+                             f"--junitxml={report / 'junit.xml'}", narrator="pytest_ncp.narrators:LLMNarrator")
+        # The narration of turn 3 exists only as a dropped speculative turn: nowhere in the outputs.
+        assert "Scene 3" not in (report / "junit.xml").read_text()
+        assert "Scene 2" in (report / "junit.xml").read_text()
+        assert not any("Scene 3" in p.read_text() for p in (report / "traces").glob("*.jsonl"))
         episodes = json.loads((report / "results.json").read_text())["episodes"]
         outcomes[flags] = (result.parseoutcomes(), [(e["termination"], e["turns"], e["tokens"]) for e in episodes])
         # Turn 3 is played ahead (and dropped) by default; never asked for in the sequential schedule.
