@@ -175,17 +175,20 @@ def main() -> None:
                      f"{w24['now']:.2f} s vs {one['now']:.2f} s, {turns} turns"))
 
         # 3. 200 episodes vs 1 (one process, then two worker processes)
-        server_cpu = slow.cpu()
-        w200, spent200, calls200, _ = run(many, slow.base_url, turns=turns)
-        server_cpu = slow.cpu() - server_cpu
+        def measured(**kw):
+            server = slow.cpu()
+            wall, spent, calls, _ = run(many, slow.base_url, turns=turns, **kw)
+            return wall, spent / calls * 1000, (slow.cpu() - server) / calls * 1000
+
+        w200, ours, theirs = measured()
+        w200s, ours_s, theirs_s = measured(pipeline=False)
         w200w, *_ = run(many, slow.base_url, turns=turns, workers=2)
-        w200s, *_ = run(many, slow.base_url, turns=turns, pipeline=False)
         w200l, *_ = run(many, slow.base_url, turns=turns, lean=False)
         rows.append((f"3. {many} episodes vs 1 episode", f"{w200 / one['now']:.2f}", f"{w200s / one['seq']:.2f}",
                      f"{w200l / one['litellm']:.2f}", "<= 2.0",
-                     f"{w200:.1f} s vs {one['now']:.2f} s; --workers 2: {w200w / one['now']:.2f}; per call: "
-                     f"ours {spent200 / calls200 * 1000:.2f} ms CPU, the scripted server's "
-                     f"{server_cpu / calls200 * 1000:.2f} ms CPU"))
+                     f"{w200:.1f} s vs {one['now']:.2f} s; --workers 2: {w200w / one['now']:.2f}; CPU per call, "
+                     f"ours / scripted server's: {ours:.2f} / {theirs:.2f} ms (sequential {ours_s:.2f} / "
+                     f"{theirs_s:.2f} ms)"))
 
         # 4. CPU per model call, whole stack, zero-latency server in another process
         cpu = {}
