@@ -186,7 +186,8 @@ def main() -> None:
         w200l, *_ = run(many, slow.base_url, turns=turns, lean=False)
         rows.append((f"3. {many} episodes vs 1 episode", f"{w200 / one['now']:.2f}", f"{w200s / one['seq']:.2f}",
                      f"{w200l / one['litellm']:.2f}", "<= 2.0",
-                     f"{w200:.1f} s vs {one['now']:.2f} s; --workers 2: {w200w / one['now']:.2f}; CPU per call, "
+                     f"{w200:.1f} s vs {one['now']:.2f} s (sequential {w200s:.1f} s vs {one['seq']:.2f} s); "
+                     f"--workers 2: {w200w / one['now']:.2f}; CPU per call, "
                      f"ours / scripted server's: {ours:.2f} / {theirs:.2f} ms (sequential {ours_s:.2f} / "
                      f"{theirs_s:.2f} ms)"))
 

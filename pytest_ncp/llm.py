@@ -153,7 +153,7 @@ _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 
 @dataclass
 class ModelClient:
-    """Async chat completions through litellm, shared by every episode of a run.
+    """Async chat completions (lean path or litellm), shared by every episode of a run.
 
     ``api_base`` (``--api-base``) overrides litellm's own environment variables for every role.
     ``transport`` replaces the model call (cassettes use it to record and replay).
@@ -242,13 +242,14 @@ class ModelClient:
 
     async def model_call(self, request: dict[str, Any]) -> Completion:
         """One attempt at a request, by the lean path or litellm (the transport cassettes wrap)."""
-        if self.lean and request["model"].startswith("openai/"):
-            if self._lean_transport is None:
-                from .openai_compat import LeanTransport
+        if self.lean:
+            from .openai_compat import LeanTransport, handles
 
-                self._lean_transport = LeanTransport(api_base=self.api_base, api_key=self.api_key,
-                                                     timeout=self.timeout)
-            return await self._lean_transport(request, request_params(request))
+            if handles(request["model"]):
+                if self._lean_transport is None:
+                    self._lean_transport = LeanTransport(api_base=self.api_base, api_key=self.api_key,
+                                                         timeout=self.timeout)
+                return await self._lean_transport(request, request_params(request))
         return await self._litellm_call(request)
 
     async def _litellm_call(self, request: dict[str, Any]) -> Completion:
