@@ -18,7 +18,7 @@ from pytest_ncp.runner import Runner
 from pytest_ncp.snapshot import normalise
 from pytest_ncp.spec import load_spec
 from pytest_ncp.traces import read_trace
-from tests.conftest import SPECS, ListNarrator
+from tests.conftest import FIXTURES, ListNarrator
 
 
 def conflict(quote, kind="fact", facts=("F2",), commitments=()):
@@ -61,7 +61,7 @@ def run(server, out, *, pipeline, narrator=LLMNarrator, scenario, latency=0.0, r
                        pipeline=pipeline, max_retries=0)
     runner = Runner(config, out_dir=out, narrator_factory=narrator,
                     player_factory=lambda spec: ScriptedPlayer(inputs))
-    results = asyncio.run(runner.run([load_spec(SPECS / "caligari.yaml")]))
+    results = asyncio.run(runner.run([load_spec(FIXTURES / "caligari.yaml")]))
     return results, json.loads((out / "results.json").read_text())
 
 
@@ -156,7 +156,7 @@ def test_only_speculation_safe_narrators_are_called_ahead(ncp_model_server, tmp_
                            max_turns=6, pipeline=pipeline)
         runner = Runner(config, out_dir=out, narrator_factory=factory,
                         player_factory=lambda spec: ScriptedPlayer(["I wait."] * 10))
-        result = asyncio.run(runner.run([load_spec(SPECS / "caligari.yaml")]))[0]
+        result = asyncio.run(runner.run([load_spec(FIXTURES / "caligari.yaml")]))[0]
         assert result.termination.value == "conflict:fact" and result.turns == 3
         return built[0].calls
 

@@ -17,7 +17,7 @@ from pytest_ncp.config import RunConfig
 from pytest_ncp.llm import ModelClient, ModelError
 from pytest_ncp.players import ScriptedPlayer
 from pytest_ncp.runner import Runner
-from tests.conftest import SPECS, ListNarrator
+from tests.conftest import FIXTURES, ListNarrator
 
 SECRET = "sk-live-0123456789abcdefTRANSPORT"
 HI = [{"role": "user", "content": "hi"}]
@@ -143,7 +143,7 @@ def _run(server, out, path, **config):
     runner = Runner(RunConfig(**settings), out_dir=out / "run", client=client_for(path, server),
                     narrator_factory=lambda: ListNarrator(["The fair is loud.", "Cesare sleeps.", "Rain."]),
                     player_factory=lambda spec: ScriptedPlayer(["I wait and watch."] * 10))
-    asyncio.run(runner.run([load_spec(SPECS / "caligari.yaml")]))
+    asyncio.run(runner.run([load_spec(FIXTURES / "caligari.yaml")]))
     return out
 
 
