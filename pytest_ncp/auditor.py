@@ -5,9 +5,13 @@ trajectory update and commitment check. They are independent reads of one respon
 concurrently (one model round trip of latency); a confirmation call follows for every flagged
 conflict. The episode commits the fact update only when no conflict is confirmed.
 
-Fail closed: an answer that is not JSON, misses a field, names an unknown id or quotes text that is
-not in the response is retried with the problem explained; when retries run out the turn raises
-``AuditorError``, which ends the episode as ``error`` and is never a pass or a narrator conflict.
+Fail closed: an answer that is not JSON, misses a field, has a value of the wrong type (parsing is
+strict: ``"no"`` or ``0`` is not a boolean), names an unknown id or quotes text that is not a
+substantial span of the response is retried with the problem explained; when retries run out the
+turn raises ``AuditorError``, which ends the episode as ``error`` and is never a pass or a narrator
+conflict. Added facts, trajectory advances and commitment satisfactions all rest on quotes verified
+by the project's one quote matcher (:mod:`pytest_ncp.quotes`). A confirmed conflict stands whatever
+another step of the same turn answered: that step's failure is recorded in the turn's verdicts.
 """
 
 from __future__ import annotations
@@ -15,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Sequence
 
@@ -24,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from .ledger import LedgerFact
 from .llm import Completion, ModelClient
 from .prompts import PROMPT_VERSION, render
+from .quotes import check_quote, quote_in  # noqa: F401 - quote_in is part of this module's API
 from .spec import NarrativeSpec
 
 ConflictType = Literal["fact", "commitment", "player_input"]
@@ -37,7 +41,8 @@ STEPS = ("conflict_check", "conflict_confirmation", "fact_update", "trajectory_u
 
 
 class _Answer(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
+    # strict: no lax coercion, so "no", 0 or "off" is an invalid boolean, not False.
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True)
 
 
 class Conflict(_Answer):
@@ -164,6 +169,8 @@ class TurnAudit:
     trajectory: TrajectoryUpdate | None = None  # None when the trajectory is already complete
     commitments: CommitmentCheck | None = None  # None when nothing is pending
     calls: list[Completion] = field(default_factory=list)
+    # step -> why it gave no valid answer, on a turn whose confirmed conflict stands regardless
+    step_errors: dict[str, str] = field(default_factory=dict)
 
     @property
     def confirmed(self) -> list[ConfirmedConflict]:
@@ -182,6 +189,7 @@ class TurnAudit:
             "fact_update": self.fact_update.model_dump() if self.fact_update else None,
             "trajectory_update": self.trajectory.model_dump() if self.trajectory else None,
             "commitment_check": self.commitments.model_dump() if self.commitments else None,
+            **({"step_errors": dict(self.step_errors)} if self.step_errors else {}),
         }
 
 
@@ -228,18 +236,32 @@ class LLMAuditor:
             jobs["commitment_check"] = self._ask(
                 "commitment_check", audit, pending=[self._commitment_view(c, ctx) for c in pending], **base)
         results = await _gather(jobs)
-
-        check: ConflictCheck = results["conflict_check"]
+        check = results["conflict_check"]
+        if isinstance(check, BaseException):
+            raise check
         audit.flagged = list(check.conflicts)
-        audit.fact_update = results["fact_update"]
-        audit.trajectory = results.get("trajectory_update")
-        audit.commitments = results.get("commitment_check")
         if audit.flagged:
             confirmations = await _gather({
                 str(i): self._ask("conflict_confirmation", audit, conflict=c, **base)
                 for i, c in enumerate(audit.flagged)
             })
-            audit.confirmations = [confirmations[str(i)] for i in range(len(audit.flagged))]
+            answered = [(c, confirmations[str(i)]) for i, c in enumerate(audit.flagged)]
+            failed_confirmations = {f"conflict_confirmation[{i}]": v for i, (_, v) in enumerate(answered)
+                                    if isinstance(v, BaseException)}
+            kept = [(c, v) for c, v in answered if not isinstance(v, BaseException)]
+            if failed_confirmations and not any(v.confirmed for _, v in kept):
+                raise next(iter(failed_confirmations.values()))
+            audit.flagged, audit.confirmations = [c for c, _ in kept], [v for _, v in kept]
+            results = {**results, **failed_confirmations}
+        failed = {step: r for step, r in results.items() if isinstance(r, BaseException)}
+        if failed and not audit.confirmed:
+            raise next(iter(failed.values()))
+        # With a confirmed conflict the other steps do not matter (the paper's order): a failed one is
+        # recorded, never allowed to turn the conflict into an error.
+        audit.step_errors = {step: f"{type(exc).__name__}: {exc}" for step, exc in failed.items()}
+        audit.fact_update = _value(results["fact_update"])
+        audit.trajectory = _value(results.get("trajectory_update"))
+        audit.commitments = _value(results.get("commitment_check"))
         return audit
 
     def _variables(self, ctx: TurnContext) -> dict[str, Any]:
@@ -277,12 +299,17 @@ class LLMAuditor:
 
 
 async def _gather(jobs: dict[str, Any]) -> dict[str, Any]:
+    """Every job's answer, or the exception it raised (cancellation is never swallowed)."""
     keys = list(jobs)
     results = await asyncio.gather(*jobs.values(), return_exceptions=True)
     for r in results:
-        if isinstance(r, BaseException):
+        if isinstance(r, BaseException) and not isinstance(r, Exception):
             raise r
     return dict(zip(keys, results))
+
+
+def _value(result: Any) -> Any:
+    return None if isinstance(result, BaseException) else result
 
 
 # --- fail-closed parsing --------------------------------------------------------------------------
@@ -297,7 +324,7 @@ def parse_answer(step: str, text: str, ctx: TurnContext) -> tuple[Any | None, li
     if not isinstance(data, dict):
         return None, ["the answer must be a JSON object"]
     try:
-        answer = ANSWER_MODELS[step].model_validate(data)
+        answer = ANSWER_MODELS[step].model_validate(data, strict=True)
     except ValidationError as exc:
         return None, [f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in exc.errors()]
     problems = _verify(step, answer, ctx)
@@ -310,8 +337,9 @@ def _verify(step: str, answer: Any, ctx: TurnContext) -> list[str]:
     commitments = {c.id for c in ctx.spec.all_commitments}  # the default world rules (W1, ...) too
 
     def quote(q: str, where: str) -> None:
-        if not quote_in(q, ctx.response):
-            problems.append(f"{where}: quote {q!r} does not occur in the narrator's response")
+        problem = check_quote(q, ctx.response)
+        if problem:
+            problems.append(f"{where}: {problem}")
 
     if isinstance(answer, ConflictCheck):
         for i, c in enumerate(answer.conflicts):
@@ -342,35 +370,12 @@ def _verify(step: str, answer: Any, ctx: TurnContext) -> list[str]:
         for i, s in enumerate(answer.satisfied):
             if s.commitment_id not in commitments:
                 problems.append(f"satisfied[{i}]: commitment_id {s.commitment_id!r} names no commitment")
+            quote(s.evidence, f"satisfied[{i}].evidence")
+    elif isinstance(answer, TrajectoryUpdate):
+        # Progress (and so success) never rests on unchecked text.
+        if answer.trigger_event_occurred or answer.key_delta_occurred:
+            quote(answer.evidence, "evidence")
     return problems
-
-
-_QUOTE_CHARS = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2014": "-",
-                              "\u2013": "-", "\u00a0": " "})
-_ELLIPSIS = re.compile(r"\s*(?:\.\.\.|\u2026)\s*")
-
-
-def _normalise(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).translate(_QUOTE_CHARS).lower()
-    return re.sub(r"\s+", " ", text).strip()
-
-
-def quote_in(quote: str, response: str) -> bool:
-    """Whether a quote occurs in the response, ignoring case, spacing, typographic quotes and elisions."""
-    q = _normalise(quote).strip(" \"'")
-    if not q:
-        return False
-    haystack = _normalise(response)
-    pieces = [p for p in (p.strip(" \"'") for p in _ELLIPSIS.split(q)) if p]
-    if not pieces:
-        return False
-    pos = 0
-    for piece in pieces:
-        found = haystack.find(piece, pos)
-        if found < 0:
-            return False
-        pos = found + len(piece)
-    return True
 
 
 def strip_fences(text: str) -> str:

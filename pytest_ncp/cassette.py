@@ -9,8 +9,9 @@ n-th recording. Modes, as pytest-recording users know them:
 - ``new_episodes``: replay what is recorded, record what is not (appended).
 - ``all``: call the model every time and re-record the cassette.
 
-Only the request's content and the answer are stored: never API keys, headers or endpoints, and
-the stored text passes through the same scrubber as traces.
+Only the request's content and the answer are stored: never API keys, headers or endpoints. The
+request passes through the same scrubber as errors; the model's answer is stored verbatim (a
+scrubber must never alter narration, or a replay would differ from the recording).
 """
 
 from __future__ import annotations
@@ -159,9 +160,11 @@ def _describe(normalised: dict[str, Any]) -> str:
 
 
 def _entry(key: str, normalised: dict[str, Any], c: Completion) -> dict[str, Any]:
+    # The request (what we sent) is scrubbed; the model's answer is stored verbatim, so a replay returns
+    # byte for byte what was recorded. (The key is computed before scrubbing, so replay still matches.)
     clean = json.loads(scrub(json.dumps(normalised, ensure_ascii=False)))
     return {"key": key, "request": clean,
-            "response": {"text": scrub(c.text), "prompt_tokens": c.prompt_tokens,
+            "response": {"text": c.text, "prompt_tokens": c.prompt_tokens,
                          "completion_tokens": c.completion_tokens, "cost_usd": c.cost_usd}}
 
 
@@ -193,10 +196,9 @@ def _write(path: Path, entries: list[dict[str, Any]]) -> None:
     import yaml
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    # Long lines are wrapped by literal blocks' newlines only; trailing spaces would force quoting.
-    cleaned = json.loads(json.dumps(entries), object_hook=lambda d: {
-        k: (re.sub(r"[ \t]+\n", "\n", v) if isinstance(v, str) else v) for k, v in d.items()})
-    text = yaml.dump({"version": CASSETTE_VERSION, "interactions": cleaned}, Dumper=_dumper(),
+    # Text is written as it is: a narration with trailing spaces is quoted rather than trimmed, so a
+    # replay returns exactly what was recorded.
+    text = yaml.dump({"version": CASSETTE_VERSION, "interactions": entries}, Dumper=_dumper(),
                      sort_keys=False, allow_unicode=True, width=100)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:

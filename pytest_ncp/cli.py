@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_ERROR_BUDGET = 6  # more episodes could not be judged than --max-error-rate allows (metrics.EXIT_ERROR_BUDGET)
 
 # Further commands live in their own modules, each with ``register(subparsers)`` that adds its
 # sub-command (with ``set_defaults(func=...)``); keep their imports inside the command functions.
@@ -97,10 +98,18 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--timeout", type=float, default=120.0, help="seconds per model call")
         p.add_argument("--survival-turn", type=_positive, default=None,
                        help="turn of the headline survival figure (default: 20, or --max-turns when lower)")
-        p.add_argument("--min-survival", metavar="RATE[@TURN]", help="exit 1 when survival@TURN < RATE")
+        p.add_argument("--min-survival", metavar="RATE[@TURN]",
+                       help="exit 1 when survival@TURN < RATE, or when it cannot be measured (too few episodes "
+                            "observed up to TURN)")
+        p.add_argument("--max-error-rate", metavar="RATE", type=_error_rate, default=0.0,
+                       help="share of episodes allowed to end in an auditor, model or player error (unknown "
+                            "outcome), e.g. 0.05 or 5%%; above it ncp exits 6 (default 0: any such error)")
         p.add_argument("--out", metavar="DIR", help="write DIR/results.json and DIR/traces/*.jsonl")
         p.add_argument("--resume", action="store_true",
-                       help="skip episodes already finished in --out DIR; run the rest (errored ones again)")
+                       help="skip episodes already finished in --out DIR; run the rest (errored ones again). "
+                            "Refuses when the settings or a spec changed since (see --force)")
+        p.add_argument("--force", action="store_true",
+                       help="with --resume: re-run the episodes whose settings or spec changed instead of refusing")
         p.add_argument("--record-mode", choices=("none", "once", "new_episodes", "all"),
                        help="record/replay every model call to cassettes (none = replay only)")
         p.add_argument("--cassettes", metavar="DIR", help="cassette directory for --record-mode")
@@ -154,6 +163,15 @@ def _workers(text: str) -> int | str:
         return whole_number(1)(text)
     except argparse.ArgumentTypeError as exc:
         raise argparse.ArgumentTypeError(f"{exc} (or auto)") from None
+
+
+def _error_rate(text: str) -> float:
+    from .metrics import parse_error_rate
+
+    try:
+        return parse_error_rate(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def load_specs_or_report(paths: Sequence[str]) -> tuple[list, list] | None:
@@ -246,7 +264,15 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     except (NarratorLoadError, ValueError) as exc:
         return _usage(str(exc))
     if args.resume:
-        print(f"resuming: {runner.resume()} finished episode(s) in {args.out} are kept")
+        from .runner import ResumeMismatch
+
+        try:
+            kept = runner.resume(specs, force=args.force)
+        except ResumeMismatch as exc:
+            print(f"ncp: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"resuming: {kept} finished episode(s) in {args.out} are kept"
+              + (f"; {len(runner.changed)} changed one(s) run again (--force)" if runner.changed else ""))
     assert runner.client is not None
     display = ProgressDisplay(runner.progress, runner.client.usage)
     runner.on_episode = display.episode_done
@@ -277,6 +303,8 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     from .metrics import compute_metrics
 
     entries = [runner.results[k] for k in (episode_key(s.id, r) for s, r in jobs) if k in runner.results]
+    from .metrics import error_budget
+
     metrics = compute_metrics(entries, survival_turn=config.survival_turn)
     print(_summary(metrics, config.survival_turn))
     if config.demo:
@@ -285,11 +313,21 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
         print(f"results: {Path(args.out) / 'results.json'}")
     if args.shard:
         print(f"shard {args.shard}: {len(jobs)} episode(s); join the shards' folders with ncp merge")
+    budget = error_budget(entries, args.max_error_rate)
+    if budget.unknown or budget.exceeded:
+        print(budget.line())
     if gate:
-        verdict = gate.check(entries)
+        verdict = gate.check(entries, args.max_error_rate)
         print(verdict.line())
         if not verdict.passed:
-            return EXIT_FAILED
+            return verdict.exit_code
+    if budget.exceeded:
+        return EXIT_ERROR_BUDGET
+    if not gate and metrics["narrator_errors"]:
+        # Without a gate conflicts are measurements, but a narrator that crashes or answers nothing is a bug.
+        print(f"ncp: {metrics['narrator_errors']} episode(s) ended in a narrator error (raised, timed out or "
+              "answered nothing)", file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_FAILED if errors or problems else EXIT_OK
 
 
@@ -310,13 +348,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def _summary(m: dict, turn: int) -> str:
     rates = m["conflict_rates"]
-    lo, hi = m["survival_ci"]
-    return (f"{m['episodes']} episode(s), {m['errors']} error(s): survival@{turn} "
-            f"{m[f'survival_at_{turn}']:.1%} (95% CI {lo:.1%}-{hi:.1%}), avg turns {m['avg_turns']:.2f}, "
-            f"progress {m['progress_pct']:.1f}%, satisfied {m['satisfied_pct']:.1f}%, conflicts "
-            f"fact {rates['fact']:.0%} / commitment {rates['commitment']:.0%} / player input "
-            f"{rates['player_input']:.0%}, successes {m['successes']}, conflict-free {m['conflict_free']}, "
-            f"turn limit {m['turn_limit']}, tokens {m['tokens']}, cost ${m['cost_usd']:.4f}")
+    held = "n/a" if m.get("held_pct") is None else f"{m['held_pct']:.1f}%"
+    if not m.get("judged", m["episodes"] - m["errors"]):
+        figures = "nothing judged: every figure is n/a"
+    else:
+        figures = (f"avg turns {m['avg_turns']:.2f}, progress {m['progress_pct']:.1f}%, satisfied "
+                   f"{m['satisfied_pct']:.1f}%, invariants held {held}, conflicts fact {rates['fact']:.0%} / "
+                   f"commitment {rates['commitment']:.0%} / player input {rates['player_input']:.0%}, "
+                   f"successes {m['successes']}, conflict-free {m['conflict_free']}, turn limit {m['turn_limit']}, "
+                   f"script exhausted {m['script_exhausted']}")
+    return (f"{m['episodes']} episode(s), {m['narrator_errors']} narrator error(s) (failures), {m['unknown']} "
+            f"unknown (auditor/model/player errors): survival@{turn} {m['survival_point']['text']}, {figures}, "
+            f"tokens {m['tokens']}, cost ${m['cost_usd']:.4f}")
 
 
 def _usage(message: str) -> int:

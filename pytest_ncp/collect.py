@@ -1,9 +1,11 @@
 """Spec files as pytest nodes: one episode test per (spec, repeat), one test per commitment.
 
 Every test of a spec reads the same episode, which runs once per session (``NcpSession``). Outcomes:
-a confirmed conflict fails the episode test; a violated commitment, or an achievement not satisfied
-by the end, fails that commitment's test; auditor, model and narrator errors raise in ``setup`` and
-so are pytest *errors*, never failures. Under a survival gate, conflicts are xfailed instead.
+a confirmed conflict, or a narrator error (it raised, timed out or answered nothing: the narrator's
+fault), fails the episode test; a violated commitment, or an achievement not satisfied by the end,
+fails that commitment's test; auditor, model and player errors (unknown outcomes) raise in ``setup``
+and so are pytest *errors*, never failures; with ``--ncp-max-error-rate`` above 0 they are skipped
+instead and the session checks the budget at the end. Under a survival gate, failures are xfailed.
 """
 
 from __future__ import annotations
@@ -170,9 +172,12 @@ class _SpecItem(pytest.Item):
     def setup(self) -> None:
         self.result = self.ncp.result(self.spec, self.repeat)
         self._properties(self.result)
-        if self.result.error:
+        if self.result.error and self.result.error.kind != "narrator":
             from .report.text import headline
+            from .terminal import printable
 
+            if self.ncp.settings.max_error_rate > 0:
+                pytest.skip(f"unknown outcome, counted against the error budget: {headline(self.result)}")
             error = self.result.error
             text = f"{headline(self.result)}\n\n{error.kind} error:\n{error.message}"
             if self.result.trace:
@@ -180,7 +185,7 @@ class _SpecItem(pytest.Item):
                                                               if error.traceback else "")
             if error.traceback and (self.config.option.verbose or 0) >= 2:
                 text += f"\n\n{error.traceback}"
-            raise EpisodeError(text)
+            raise EpisodeError(printable(text))
 
     def _properties(self, result: EpisodeResult) -> None:
         pass
@@ -213,7 +218,7 @@ class EpisodeItem(_SpecItem):
 
         assert self.result is not None
         self.add_report_section("call", "ncp transcript", transcript_text(self.result))
-        if self.result.termination.is_conflict:
+        if self.result.termination.is_conflict or self.result.error:  # a narrator error here: its fault
             self._fail(failure_text(self.result), headline(self.result))
 
 

@@ -12,9 +12,10 @@ deterministic given ``seed``. ``ncp compare`` / ``ncp agree`` print ``lines()``;
 can call :func:`compare_runs` on its baseline file and the run it just finished.
 
 Survival at TURN is the same notion as :mod:`pytest_ncp.metrics`: an episode fails at TURN when it
-ended in a confirmed conflict at a turn <= TURN; every other judged episode (success, turn limit,
-script exhausted, or a conflict after TURN) survived. Errored episodes are not narrator outcomes, so
-a pair with an error on either side is left out and counted.
+ended in a confirmed conflict or a narrator error at a turn <= TURN; it survived when it succeeded or
+was still playing at TURN. An episode that stopped before TURN without failing (turn limit, script
+end) has no known outcome at TURN, and neither has an unknown outcome (auditor, model or player
+error): a pair with either on one side is left out and counted.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .config import episode_name
-from .metrics import CONFLICT_KINDS, compute_metrics, conflict_turn, is_conflict, is_error, pearson
+from .metrics import CONFLICT_KINDS, compute_metrics, failure_turn, is_unknown, pearson
+from .metrics import survived_at as _survived_at
 from .traces import check_results
 
 Key = tuple[str, int]
@@ -34,9 +36,9 @@ Episode = Mapping[str, Any]
 CommitmentKinds = Mapping[str, Mapping[str, str]]
 
 
-def survived_at(e: Episode, turn: int) -> bool:
-    """Whether a judged episode had no confirmed conflict through ``turn``."""
-    return not (is_conflict(e) and conflict_turn(e) <= turn)
+def survived_at(e: Episode, turn: int) -> bool | None:
+    """Whether an episode had no failure through ``turn``; None when that is not known (censored)."""
+    return _survived_at(e, turn)
 
 
 def mcnemar_exact(b: int, c: int) -> float:
@@ -131,7 +133,8 @@ class Comparison:
     alpha: float = 0.05
     resamples: int = 2000
     seed: int = 0
-    errored: tuple[Key, ...] = ()   # pairs left out: an errored episode on either side
+    errored: tuple[Key, ...] = ()   # pairs left out: an unknown outcome (non-narrator error) on either side
+    unobserved: tuple[Key, ...] = ()  # pairs left out: one side stopped before ``turn`` without failing
     only_in_base: tuple[Key, ...] = ()
     only_in_new: tuple[Key, ...] = ()
     achievements_checked: bool = False  # commitment kinds were known, so missed achievements count too
@@ -154,9 +157,9 @@ class Comparison:
         """The comparison as text: a headline, the numbers, then what flipped, what was left out."""
         t = self.turn
         if self.pairs == 0:
-            head = (f"ncp compare: NOTHING TO COMPARE: no pair of judged episodes shares (spec_id, repeat) "
-                    f"({len(self.errored)} pair(s) with an error, {len(self.only_in_base)} only in base, "
-                    f"{len(self.only_in_new)} only in new)")
+            head = (f"ncp compare: NOTHING TO COMPARE: no pair of episodes has a known outcome at turn {t} on both "
+                    f"sides ({len(self.errored)} pair(s) with an unknown outcome, {len(self.unobserved)} not observed "
+                    f"to turn {t}, {len(self.only_in_base)} only in base, {len(self.only_in_new)} only in new)")
             out = [head]
         else:
             lo, hi = self.ci
@@ -180,7 +183,11 @@ class Comparison:
         out += _listing(f"newly failing commitments (violated, or an achievement no longer satisfied{kinds})",
                         [str(x) for x in self.newly_failing_commitments])
         if self.errored:
-            out += _listing("left out: pair(s) with an errored episode", [episode_name(*k) for k in self.errored])
+            out += _listing("left out: pair(s) with an unknown outcome (auditor, model or player error)",
+                            [episode_name(*k) for k in self.errored])
+        if self.unobserved:
+            out += _listing(f"left out: pair(s) not observed to turn {t} (turn limit or script end before it)",
+                            [episode_name(*k) for k in self.unobserved])
         if self.only_in_base:
             out += _listing("unpaired: only in base", [episode_name(*k) for k in self.only_in_base])
         if self.only_in_new:
@@ -210,8 +217,10 @@ def compare_runs(base: Mapping[str, Any], new: Mapping[str, Any], *, turn: int =
         raise ValueError(f"alpha must be within (0, 1), got {alpha}")
     base_eps, new_eps = _by_key(base, "base"), _by_key(new, "new")
     paired = sorted(base_eps.keys() & new_eps.keys())
-    errored = tuple(k for k in paired if is_error(base_eps[k]) or is_error(new_eps[k]))
-    judged = [k for k in paired if not (is_error(base_eps[k]) or is_error(new_eps[k]))]
+    errored = tuple(k for k in paired if is_unknown(base_eps[k]) or is_unknown(new_eps[k]))
+    unobserved = tuple(k for k in paired if k not in errored and (
+        survived_at(base_eps[k], turn) is None or survived_at(new_eps[k], turn) is None))
+    judged = [k for k in paired if k not in errored and k not in unobserved]
     b = c = base_survived = new_survived = 0
     deltas: list[int] = []
     newly_failing: list[NewFailure] = []
@@ -224,7 +233,7 @@ def compare_runs(base: Mapping[str, Any], new: Mapping[str, Any], *, turn: int =
         deltas.append(int(s1) - int(s0))
         if s0 and not s1:
             b += 1
-            newly_failing.append(NewFailure(key[0], key[1], str(e1["termination"]), conflict_turn(e1)))
+            newly_failing.append(NewFailure(key[0], key[1], str(e1["termination"]), int(failure_turn(e1) or 0)))
         elif s1 and not s0:
             c += 1
         commitments += _commitment_regressions(key, e0, e1, (kinds or {}).get(key[0]))
@@ -237,7 +246,7 @@ def compare_runs(base: Mapping[str, Any], new: Mapping[str, Any], *, turn: int =
         pairs=n, b=b, c=c, p_value=p, base_rate=base_rate, new_rate=new_rate, diff=new_rate - base_rate,
         ci=ci, newly_failing_specs=tuple(newly_failing), newly_failing_commitments=tuple(commitments),
         regression=bool(n) and p < alpha and new_rate < base_rate, turn=turn, alpha=alpha,
-        resamples=resamples, seed=seed, errored=errored,
+        resamples=resamples, seed=seed, errored=errored, unobserved=unobserved,
         only_in_base=tuple(sorted(base_eps.keys() - new_eps.keys())),
         only_in_new=tuple(sorted(new_eps.keys() - base_eps.keys())),
         achievements_checked=kinds is not None and all(k[0] in kinds for k in judged),
@@ -285,6 +294,10 @@ def _notes(base: Mapping[str, Any], new: Mapping[str, Any], turn: int) -> list[s
     return notes
 
 
+def _pct_or_na(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
 def _listing(title: str, items: list[str]) -> list[str]:
     if not items:
         return []
@@ -330,7 +343,7 @@ class Agreement:
         for label, auditor, m in zip(self.labels, self.auditors, self.metrics):
             rates = m["conflict_rates"]
             rows.append((label, auditor, str(m["episodes"]), str(m["errors"]),
-                         f"{m[f'survival_at_{self.turn}']:.1%}", f"{m['avg_turns']:.2f}",
+                         _pct_or_na(m[f'survival_at_{self.turn}']), f"{m['avg_turns']:.2f}",
                          f"{m['progress_pct']:.1f}%", f"{m['satisfied_pct']:.1f}%",
                          *(f"{rates[k]:.1%}" for k in CONFLICT_KINDS), str(m["successes"])))
         widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
@@ -365,7 +378,7 @@ def agreement(runs: Sequence[Mapping[str, Any]], labels: Sequence[str] | None = 
     for i in range(len(runs)):
         for j in range(i + 1, len(runs)):
             common = sorted(k for k in keyed[i].keys() & keyed[j].keys()
-                            if not is_error(keyed[i][k]) and not is_error(keyed[j][k]))
+                            if not is_unknown(keyed[i][k]) and not is_unknown(keyed[j][k]))
             xs = [float(keyed[i][k]["turns"]) for k in common]
             ys = [float(keyed[j][k]["turns"]) for k in common]
             same = (sum(keyed[i][k]["termination"] == keyed[j][k]["termination"] for k in common) / len(common)

@@ -7,6 +7,10 @@ from typing import Any
 
 PLAYER_KINDS: tuple[str, ...] = ("scripted", "adversarial", "natural")
 DEFAULT_AUDITOR_MODEL = "openai/gpt-4o-mini"
+# What an episode's outcome depends on: ``--resume`` keeps an episode only when these are unchanged.
+# (Endpoint, concurrency, timeouts and cassettes change how a run is served, not what it measures.)
+FINGERPRINT_FIELDS: tuple[str, ...] = ("narrator", "narrator_model", "player", "player_model", "auditor_model",
+                                       "max_turns", "prompt_version")
 
 
 SCHEDULE_FIELDS: tuple[str, ...] = ("pipeline", "shard")
@@ -73,7 +77,17 @@ class RunConfig:
         data["prompt_version"] = PROMPT_VERSION
         data["models"] = {"narrator": self.narrator_model, "player": self.player_model,
                           "auditor": self.auditor_model}
+        data["fingerprint"] = config_fingerprint(data)
         return data
+
+
+def config_fingerprint(config: dict[str, Any]) -> str:
+    """Hash of the settings an episode's outcome depends on (``FINGERPRINT_FIELDS``)."""
+    import hashlib
+    import json
+
+    judged = {k: config.get(k) for k in FINGERPRINT_FIELDS}
+    return hashlib.sha256(json.dumps(judged, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def episode_key(spec_id: str, repeat: int) -> str:

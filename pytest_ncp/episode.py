@@ -114,10 +114,19 @@ class EpisodeResult:
 
     @property
     def satisfied(self) -> float:
-        # Over the spec's own commitments: the default world rules (W1, ...) are held or violated
-        # like any invariant, but leave this figure comparable with runs from before they existed.
-        states = [self.commitment_states[c.id] for c in self.spec.commitments if c.id in self.commitment_states]
+        """Share of the spec's achievements and orderings whose condition was met (invariants are ``held``).
+
+        Over the spec's own commitments: the default world rules (W1, ...) are invariants, held or violated."""
+        states = [self.commitment_states[c.id] for c in self.spec.commitments
+                  if c.kind != "invariant" and c.id in self.commitment_states]
         return sum(s == "SATISFIED" for s in states) / len(states) if states else 0.0
+
+    @property
+    def held(self) -> float | None:
+        """Share of invariants (the default world rules included) never violated; None when there are none."""
+        states = [self.commitment_states[c.id] for c in self.spec.all_commitments
+                  if c.kind == "invariant" and c.id in self.commitment_states]
+        return sum(s != "VIOLATED" for s in states) / len(states) if states else None
 
     @property
     def survived(self) -> bool:
@@ -136,6 +145,8 @@ class EpisodeResult:
         return {
             "spec_id": self.spec.id, "repeat": self.repeat, "termination": self.termination.value,
             "turns": self.turns, "progress": round(self.progress, 6), "satisfied": round(self.satisfied, 6),
+            "held": None if self.held is None else round(self.held, 6),
+            "spec_fingerprint": self.spec.fingerprint,
             "failure": self.failure.to_dict() if self.failure else None,
             "error": self.error.to_dict() if self.error else None,
             "commitments": dict(self.commitment_states), "nodes_reached": self.node_index,
@@ -252,14 +263,13 @@ class Episode:
         try:
             if trace:
                 trace.write("start", spec_id=self.spec.id, spec_path=self.spec.path, repeat=self.repeat,
-                            max_turns=self.max_turns,
+                            max_turns=self.max_turns, spec_fingerprint=self.spec.fingerprint,
                             prompt_version=PROMPT_VERSION, config=self.config,
                             ledger=result.ledger.to_list())
             try:
                 result.termination = await self._loop(result, trace)
             except _EpisodeError as exc:
                 result.termination, result.error = Termination.ERROR, exc.info
-            self._settle_invariants(result)
             if trace:
                 if result.error:
                     trace.write("error", turn=result.turns, **result.error.to_dict())
@@ -285,6 +295,7 @@ class Episode:
         await self._guard("narrator", self._reset)
         opening = await self._guard("narrator", self._opening, history)
         if opening is not None:
+            _check_response(opening, "opening()")
             played: tuple[str | None, str] | None = (None, str(opening))
             turn = 0
         else:
@@ -320,9 +331,7 @@ class Episode:
             return player_input, ""
         response = await self._guard("narrator", call_maybe_async, self.narrator.respond,
                                      player_input, self._context(turn, list(history)))
-        if not isinstance(response, str):
-            raise _EpisodeError(ErrorInfo("narrator", f"respond() returned {type(response).__name__}, "
-                                                      "expected str"))
+        _check_response(response, "respond()")
         return player_input, response
 
     def _speculate(self, turn: int, history: Sequence[tuple[str, str]]) -> _Ahead | None:
@@ -451,14 +460,6 @@ class Episode:
                 if deps and all(d in reached for d in deps):
                     result.commitment_states[c.id] = "SATISFIED"
 
-    @staticmethod
-    def _settle_invariants(result: EpisodeResult) -> None:
-        # An invariant is satisfied when the episode ended without a conflict and it was never broken.
-        if result.survived:
-            for c in result.spec.all_commitments:
-                if c.kind == "invariant" and result.commitment_states[c.id] == "PENDING":
-                    result.commitment_states[c.id] = "SATISFIED"
-
     # --- narrator hooks and error classification ---------------------------------------------
     def _context(self, turn: int, history: list[tuple[str, str]]) -> NarratorContext:
         return NarratorContext(spec=self.spec, turn=turn, history=tuple(history), llm=self.client,
@@ -490,6 +491,14 @@ class Episode:
             raise _EpisodeError(ErrorInfo(kind, scrub(f"{type(exc).__name__}: {exc}"), tb)) from exc
 
 
+def _check_response(response: Any, where: str) -> None:
+    # A narrator that answers nothing failed its turn: its fault, never an unknown outcome.
+    if not isinstance(response, str):
+        raise _EpisodeError(ErrorInfo("narrator", f"{where} returned {type(response).__name__}, expected str"))
+    if not response.strip():
+        raise _EpisodeError(ErrorInfo("narrator", f"{where} returned an empty response"))
+
+
 def format_traceback(exc: BaseException) -> str:
     """A plain traceback (file, line, function, source line) without column carets.
 
@@ -515,11 +524,13 @@ def summarize(results: Sequence[EpisodeResult]) -> str:
 
 
 def episode_line(r: EpisodeResult) -> str:
+    from .terminal import one_line
+
     what = r.termination.value
     if r.failure:
         ids = ",".join(r.failure.fact_ids + r.failure.commitment_ids)
         what += f" at turn {r.failure.turn}" + (f" ({ids})" if ids else "")
     elif r.error:
-        what += f" ({r.error.kind}: {r.error.message.splitlines()[0][:100]})"
+        what += f" ({r.error.kind}: {one_line(r.error.message, 100)})"
     return (f"{episode_name(r.spec.id, r.repeat)}: {what}; turns={r.turns} progress={r.progress:.0%} "
             f"satisfied={r.satisfied:.0%} tokens={r.usage.tokens}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import email.utils
+import math
 import os
 import random
 import re
@@ -87,6 +88,13 @@ _KEY_PATTERNS = [
     (re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{6,}"), "***"),
     (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9_\-\.=]{6,}"), r"\1***"),
     (re.compile(r"(?i)((?:api[_-]?key|x-api-key|authorization)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{4,}"), r"\1***"),
+    # Credentials in URL queries (``?key=AIza...``, ``&token=ghp_...``), whatever their shape.
+    (re.compile(r"(?i)([?&;](?:key|api[_-]?key|apikey|token|access[_-]?token|auth|secret|client[_-]?secret|"
+                r"password|pass|pwd|sig|signature|code)=)[^&#\s\"'<>]+"), r"\1***"),
+    # Well-known key shapes: Google (AIza...), GitHub (ghp_..., github_pat_...), Slack (xox.-...).
+    (re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"), "***"),
+    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"), "***"),
+    (re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}"), "***"),
 ]
 
 
@@ -327,11 +335,19 @@ def _retry_after(headers: Any) -> float | None:
         return None
     if value is None:
         return None
+    # A malformed value ("soon", "nan") is treated as absent: the usual backoff applies.
     try:
-        return float(value)
-    except ValueError:
+        seconds = float(value)
+        return seconds if math.isfinite(seconds) else None
+    except (TypeError, ValueError):
+        pass
+    try:
         parsed = email.utils.parsedate_to_datetime(str(value))
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if parsed is None or parsed.tzinfo is None:
+        return None
+    return max(0.0, parsed.timestamp() - time.time())
 
 
 def _missing_key(exc: BaseException) -> bool:

@@ -39,8 +39,13 @@ OPTIONS: dict[str, tuple[str, Any, type]] = {
     "report": ("write DIR/results.json, DIR/report.html and DIR/traces/", None, str),
     "baseline": ("compare with an earlier results.json: the session fails only when survival@TURN is "
                  "significantly lower (exact McNemar over specs, alpha 0.05)", None, str),
-    "resume": ("with --ncp-report=DIR: keep episodes already finished there instead of running them again",
-               False, bool),
+    "resume": ("with --ncp-report=DIR: keep episodes already finished there instead of running them again; "
+               "refuses when the settings or a spec changed since (see --ncp-force)", False, bool),
+    "force": ("with --ncp-resume: re-run the episodes whose settings or spec changed instead of refusing",
+              False, bool),
+    "max-error-rate": ("share of episodes allowed to end in an auditor, model or player error (unknown outcome), "
+                       "e.g. 0.05 or 5%; within it such episodes are skipped, above it the session exits 6 "
+                       "(default 0: any such error)", "0", str),
     "record-mode": ("record/replay model calls to cassettes: none (replay only) | once | new_episodes | all "
                     "(default: off)", None, str),
     "cassettes": ("cassette directory for --ncp-record-mode (default: ./cassettes)", None, str),
@@ -84,6 +89,8 @@ class Settings:
     report: Path | None = None
     demo: bool = False
     resume: bool = False
+    force: bool = False
+    max_error_rate: float = 0.0
     baseline: Path | None = None
     sources: dict[str, str] = field(default_factory=dict)  # where each value came from, for messages
 
@@ -124,6 +131,13 @@ def resolve(config: pytest.Config) -> Settings:
     player = str(values["player"])
     if player not in PLAYER_KINDS:
         problems.append(f"{sources['player']}={player!r}: unknown player; valid: {', '.join(PLAYER_KINDS)}")
+    from .metrics import parse_error_rate
+
+    max_error_rate = 0.0
+    try:
+        max_error_rate = parse_error_rate(values["max-error-rate"])
+    except ValueError as exc:
+        problems.append(f"{sources['max-error-rate']}: {exc}")
     gate = None
     if values["min-survival"]:
         try:
@@ -177,4 +191,4 @@ def resolve(config: pytest.Config) -> Settings:
     if problems:
         raise pytest.UsageError("pytest-ncp: " + "\n  ".join(["invalid options:", *problems]))
     return Settings(run=run, specs=specs, gate=gate, report=report, demo=demo, resume=resume, baseline=baseline,
-                    sources=sources)
+                    sources=sources, force=bool(values["force"]), max_error_rate=max_error_rate)

@@ -81,7 +81,12 @@ class SimulatedPlayer:
         if len(messages) == 1:
             messages.append({"role": "user", "content": "The story begins. What do you do?"})
         completion = await self.client.complete("player", self.model, messages, temperature=self.temperature)
-        return completion.text.strip() or None
+        said = completion.text.strip()
+        if not said:
+            # Not the end of a script: a player that produced nothing is a player error (an unknown outcome),
+            # never an episode that "survived".
+            raise RuntimeError(f"the {self.persona} player model {self.model} returned an empty reply")
+        return said
 
 
 def make_player(kind: str, spec: NarrativeSpec, *, client: ModelClient | None = None,

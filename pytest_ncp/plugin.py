@@ -107,7 +107,9 @@ class _ReportListener:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.user_properties:
-            self.ncp.record_report(report.nodeid, report.when, report.failed, report.user_properties)
+            # A skipped setup is an unknown outcome within --ncp-max-error-rate: it still counts.
+            self.ncp.record_report(report.nodeid, report.when, report.failed or report.skipped,
+                                   report.user_properties)
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         self.ncp.interrupted = True  # the summary then says how to resume
@@ -118,7 +120,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if ncp is None:
         return
     ncp.close()
-    if not ncp.finish() and session.exitstatus == pytest.ExitCode.OK:
+    from .metrics import EXIT_ERROR_BUDGET
+
+    code = ncp.finish()
+    # An exceeded error budget has its own exit code (6), over "tests failed": the run proves nothing.
+    if code == EXIT_ERROR_BUDGET and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        session.exitstatus = EXIT_ERROR_BUDGET
+    elif code and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

@@ -10,10 +10,10 @@ traces like any run (``config["reaudit_of"]`` names the source).
 The new auditor may judge differently from the old one. When it flags a conflict earlier, the
 episode ends there, as any episode would. When it would go on past the last recorded turn (the
 source episode ended in a conflict, or succeeded, before the turn limit), there is nothing recorded
-to judge, so the episode ends as ``script_exhausted``. A source episode that ended in an *error*
-(or was interrupted) has a transcript cut short by the infrastructure, not by the narrator: past its
-last turn the re-audit ends as ``error`` too, so survival figures stay censored there rather than
-counting the missing turns as survived.
+to judge: the episode ends as a *player* error there (an unknown outcome, censored at its last turn),
+never as ``script_exhausted`` or any other "survived" ending. The same holds for a source episode
+that ended in an *error* (or was interrupted). Only a source whose scripted player ran out of inputs
+ends its re-audit as ``script_exhausted``.
 """
 
 from __future__ import annotations
@@ -194,9 +194,15 @@ class _RecordedPlayer(ReplayPlayer):
 
     def next_input(self, view: PlayerView) -> str | None:
         said = super().next_input(view)
-        if said is None and self.recorded.cut_short:
-            why = ("ended in error" if self.recorded.termination == "error"
-                   else "has no end event (the run was interrupted)")
+        if said is None and self.recorded.termination != "script_exhausted":
+            # Only a source whose own script ran out ends here as script_exhausted. Any other source
+            # (a conflict, a success, an error, an interruption) stopped before the new auditor would: the
+            # turns past the recording were never played, so their outcome is unknown, not "survived".
+            if self.recorded.cut_short:
+                why = ("ended in error" if self.recorded.termination == "error"
+                       else "has no end event (the run was interrupted)")
+            else:
+                why = f"ended as {self.recorded.termination}"
             raise RuntimeError(f"the source episode {why} after turn {len(self.recorded.exchanges)}: nothing "
                                f"recorded to judge past it ({self.recorded.trace})")
         return said

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import tempfile
 import textwrap
@@ -185,41 +184,24 @@ def dispute_line(labels: Sequence[Mapping[str, Any]]) -> str:
 # --- showing a conflict -----------------------------------------------------------------------------
 
 
-def _quote_pattern(piece: str) -> re.Pattern[str]:
-    # Match the way the auditor's quote check does (case, spacing and typographic quotes ignored),
-    # so a quote the auditor verified is found again here.
-    out = []
-    for ch in piece:
-        if ch.isspace():
-            if not out or out[-1] != r"\s+":
-                out.append(r"\s+")
-        elif ch in "'\u2018\u2019":
-            out.append("['\u2018\u2019]")
-        elif ch in '"\u201c\u201d':
-            out.append('["\u201c\u201d]')
-        elif ch in "-\u2013\u2014":
-            out.append("[-\u2013\u2014]")
-        else:
-            out.append(re.escape(ch))
-    return re.compile("".join(out), re.IGNORECASE)
-
-
 def highlight(text: str, quote: str, mark: Callable[[str], str]) -> tuple[str, bool]:
-    """``text`` with each part of ``quote`` (split at elisions) wrapped by ``mark``; whether all were found."""
-    pieces = [p.strip(" \"'") for p in re.split(r"\s*(?:\.\.\.|\u2026)\s*", quote.strip())]
-    pieces = [p for p in pieces if p]
-    if not pieces:
-        return text, False
-    out, pos, found_all = [], 0, True
-    for piece in pieces:
-        m = _quote_pattern(piece).search(text, pos)
-        if not m:
-            found_all = False
-            continue
-        out += [text[pos:m.start()], mark(m.group(0))]
-        pos = m.end()
-    out.append(text[pos:])
-    return "".join(out), found_all
+    """``text`` with each part of ``quote`` (split at elisions) wrapped by ``mark``; whether it was found.
+
+    The spans come from the project's one quote matcher, so what the auditor verified is found here.
+    """
+    from .quotes import find_quote
+    from .terminal import printable
+
+    # Narration is model output: its control characters are escaped, only ``mark``'s own are emitted.
+    spans = find_quote(quote, text)
+    if not spans:
+        return printable(text), False
+    out, pos = [], 0
+    for a, b in spans:
+        out += [printable(text[pos:a]), mark(printable(text[a:b]))]
+        pos = b
+    out.append(printable(text[pos:]))
+    return "".join(out), True
 
 
 def _marker(color: bool) -> Callable[[str], str]:
@@ -269,7 +251,7 @@ def _load_record(item: ConflictItem, run_dir: Path, spec_cache: dict[str, Any]) 
     return record
 
 
-def _block(label: str, text: str | None, width: int = 100) -> list[str]:
+def _plain_block(label: str, text: str | None, width: int = 100) -> list[str]:
     body = text if text else "(none)"
     lines = [f"{label}:"]
     for para in body.splitlines() or [""]:
@@ -279,6 +261,14 @@ def _block(label: str, text: str | None, width: int = 100) -> list[str]:
 
 def render_conflict(item: ConflictItem, record: _EpisodeRecord, index: int, total: int, *,
                     color: bool = False, previous: str | None = None) -> str:
+    from .terminal import printable
+
+    def _block(label: str, text: str | None) -> list[str]:  # model text: printed escaped
+        return _plain_block(label, printable(text))
+
+    def _marked_block(label: str, text: str) -> list[str]:  # already escaped by highlight()
+        return _plain_block(label, text)
+
     ids = ", ".join(item.fact_ids + item.commitment_ids)
     title = f" ({record.spec_title})" if record.spec_title else ""
     lines = [f"--- conflict {index}/{total}: {episode_name(item.spec_id, item.repeat)}{title}, turn {item.turn}, "
@@ -306,7 +296,7 @@ def render_conflict(item: ConflictItem, record: _EpisodeRecord, index: int, tota
         if said is not None:
             lines += _block(f"turn {item.turn} player", said)
         marked, found = highlight(narration, item.quote, _marker(color))
-        lines += _block(f"turn {item.turn} narrator", marked)
+        lines += _marked_block(f"turn {item.turn} narrator", marked)
         if not found:
             lines += _block("quote (not found verbatim in the narration)", f'"{item.quote}"')
     else:

@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 RESULTS_VERSION = 1
 
 
+class ResumeMismatch(Exception):
+    """``--resume`` found finished episodes run with other settings or another version of their spec."""
+
+
 @dataclass
 class RunProgress:
     """Live counters of a run, for progress displays (read from any thread; updated on the loop)."""
@@ -64,6 +68,7 @@ class Runner:
     write_results: bool = True  # False where another process merges results (pytest-xdist workers)
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     _finished: dict[str, Path] = field(default_factory=dict, repr=False)  # from resume()
+    changed: list[str] = field(default_factory=list)  # episodes resume() found changed and re-runs (force)
     progress: RunProgress = field(default_factory=RunProgress)
 
     def __post_init__(self) -> None:
@@ -102,23 +107,59 @@ class Runner:
             pipeline=self.config.pipeline,
         )
 
-    def resume(self) -> int:
+    def resume(self, specs: Sequence[NarrativeSpec] = (), *, force: bool = False,
+               force_flag: str = "--resume --force") -> int:
         """Take every episode already finished in ``out_dir`` (its trace has an end) as done.
 
-        Errored episodes are not finished: they ended for infrastructure reasons and run again.
-        Returns how many episodes will be skipped.
+        Errored episodes are not finished: they ended for infrastructure reasons and run again. An
+        episode run with other settings (``FINGERPRINT_FIELDS``) or another version of its spec (one of
+        ``specs``) is never mixed in: ``ResumeMismatch`` says what changed, or with ``force`` it runs
+        again (listed in ``changed``). Returns how many episodes will be skipped.
         """
+        from .config import FINGERPRINT_FIELDS
         from .traces import read_trace
 
         assert self.out_dir is not None, "resuming needs the output directory of the earlier run"
         self._finished.clear()
+        self.changed.clear()
+        current = self.config.to_dict()
+        by_id = {s.id: s for s in specs}
+        mismatches: dict[str, list[str]] = {}
         for trace in sorted((self.out_dir / "traces").glob("*.jsonl")):
-            end = read_trace(trace).end
-            if end is not None and end.get("termination") != "error":
-                key = episode_key(end["spec_id"], int(end["repeat"]))
-                self._finished[key] = trace
-                self.results[key] = {**end, "trace": str(trace)}
-                self.results[key].pop("event", None)
+            recorded = read_trace(trace)
+            end = recorded.end
+            if end is None or end.get("termination") == "error":
+                continue
+            key = episode_key(end["spec_id"], int(end["repeat"]))
+            start = recorded.start or {}
+            before = {**(start.get("config") or {}), "prompt_version": start.get("prompt_version")}
+            why = [f"{f}: {before.get(f)!r} -> {current.get(f)!r}" for f in FINGERPRINT_FIELDS
+                   if before.get(f) != current.get(f)]
+            spec = by_id.get(end["spec_id"])
+            if spec is not None and start.get("spec_fingerprint") != spec.fingerprint:
+                why.append(f"spec {spec.id} ({spec.path or 'built in code'}) changed since the episode ran"
+                           + ("" if start.get("spec_fingerprint") else " (or was recorded without a fingerprint)"))
+            if why:
+                mismatches[key] = why
+                continue
+            self._finished[key] = trace
+            self.results[key] = {**end, "trace": str(trace)}
+            self.results[key].pop("event", None)
+        if mismatches and not force:
+            self._finished.clear()
+            self.results.clear()
+            grouped: dict[str, list[str]] = {}
+            for key, why in sorted(mismatches.items()):
+                grouped.setdefault("; ".join(why), []).append(key)
+            lines = [f"cannot resume {self.out_dir}: {len(mismatches)} finished episode(s) there were run with "
+                     "other settings or another version of their spec:"]
+            for why, keys in grouped.items():
+                shown = ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+                lines.append(f"  {shown}: {why}")
+            lines.append(f"Mixing them would report figures no single configuration produced. Re-run the changed "
+                         f"episodes with {force_flag}, or write to a new directory.")
+            raise ResumeMismatch("\n".join(lines))
+        self.changed = sorted(mismatches)
         return len(self._finished)
 
     async def run_one(self, spec: NarrativeSpec, repeat: int = 0) -> EpisodeResult:
@@ -160,7 +201,12 @@ class Runner:
 
         jobs = [one(s, r) for s, r in self.jobs(specs)]
         self.progress.total += len(jobs)
-        return list(await asyncio.gather(*jobs))
+        done = list(await asyncio.gather(*jobs))
+        if self.out_dir is not None and self.write_results:
+            # Also after a resume that ran nothing: results.json then carries this run's configuration.
+            write_results(self.out_dir, self.config.to_dict(), list(self.results.values()),
+                          survival_turn=self.config.survival_turn)
+        return done
 
     def jobs(self, specs: Sequence[NarrativeSpec]) -> list[tuple[NarrativeSpec, int]]:
         """The (spec, repeat) episodes of this run: every one, or this shard's slice (``--shard i/n``)."""

@@ -17,7 +17,7 @@ from .options import PROPERTY_PREFIX, Settings
 if TYPE_CHECKING:
     from .episode import EpisodeResult
     from .compare import Comparison
-    from .metrics import GateVerdict
+    from .metrics import BudgetVerdict, GateVerdict
     from .runner import BackgroundRunner
     from .spec import NarrativeSpec
 
@@ -29,6 +29,7 @@ class NcpSession:
         self.trace_root = settings.report or trace_root
         self.episodes: dict[str, dict[str, Any]] = {}  # nodeid -> episode record (from reports)
         self.gate_verdict: GateVerdict | None = None
+        self.budget: BudgetVerdict | None = None
         self.comparison: Comparison | None = None
         self.comparison_error: str | None = None
         self.interrupted = False
@@ -64,9 +65,21 @@ class NcpSession:
             runner = Runner(config, out_dir=self.trace_root, write_results=False,
                             narrator_factory=load_narrator(config.narrator))
             if self.settings.resume:
-                runner.resume()
+                self._resume(runner)
             self._background = BackgroundRunner(runner)
         return self._background
+
+    def _resume(self, runner: Any) -> None:
+        import pytest
+
+        from .runner import ResumeMismatch
+        from .spec import load_specs
+
+        specs, _ = load_specs(self.settings.specs)
+        try:
+            runner.resume(specs, force=self.settings.force, force_flag="--ncp-resume --ncp-force")
+        except ResumeMismatch as exc:
+            raise pytest.UsageError(f"pytest-ncp: {exc}") from None
 
     def prefetch(self, specs: Sequence[tuple[NarrativeSpec, int]]) -> None:
         """Start these episodes now; items then only wait for their own result."""
@@ -96,20 +109,31 @@ class NcpSession:
         return write_results(self.settings.report, self.settings.run.to_dict(), self.episode_records(),
                              survival_turn=self.settings.run.survival_turn)
 
-    def finish(self) -> bool:
-        """Gate, baseline comparison and report files, on the controller. False when the session must fail."""
+    def finish(self) -> int:
+        """Error budget, gate, baseline comparison and report files, on the controller.
+
+        Returns 0, ``metrics.EXIT_GATE_FAILED`` (the narrator failed the gate or the baseline comparison),
+        or ``metrics.EXIT_ERROR_BUDGET`` (too many episodes could not be judged).
+        """
+        from .metrics import EXIT_ERROR_BUDGET, EXIT_GATE_FAILED, error_budget
+
         if self.is_worker:
-            return True
+            return 0
+        records = self.episode_records()
+        self.budget = error_budget(records, self.settings.max_error_rate) if records else None
         if self.settings.gate is not None:
-            self.gate_verdict = self.settings.gate.check(self.episode_records())
+            self.gate_verdict = self.settings.gate.check(records, self.settings.max_error_rate)
         if self.settings.baseline is not None and self.episodes:
             self._compare(self.settings.baseline)
         if self.settings.report and self.episodes:
             from .report.html import write_html
 
             write_html([self.write_results()], self.settings.report / "report.html")
+        if self.budget is not None and self.budget.exceeded:
+            return EXIT_ERROR_BUDGET
         passed = self.gate_verdict is None or self.gate_verdict.passed
-        return passed and self.comparison_error is None and not (self.comparison and self.comparison.regression)
+        ok = passed and self.comparison_error is None and not (self.comparison and self.comparison.regression)
+        return 0 if ok else EXIT_GATE_FAILED
 
     def _compare(self, baseline: Path) -> None:
         from .compare import compare_runs
@@ -138,6 +162,8 @@ class NcpSession:
         title = (f"narrator {config.narrator} | auditor {config.auditor_model} | player {config.player} | "
                  f"max turns {config.max_turns}" + (" | OFFLINE DEMO (scripted models)" if self.settings.demo else ""))
         lines = metrics_table(metrics, title).splitlines()
+        if self.budget is not None and (self.budget.unknown or self.budget.exceeded):
+            lines += ["", self.budget.line("session")]
         if self.gate_verdict is not None:
             lines += ["", self.gate_verdict.line()]
         if self.comparison is not None:

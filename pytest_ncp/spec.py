@@ -163,6 +163,16 @@ class NarrativeSpec(_Model):
         raise KeyError(commitment_id)
 
     @property
+    def fingerprint(self) -> str:
+        """Hash of what an episode depends on (everything but the ``review`` record): ``--resume`` keeps an
+        episode only when its spec still has this fingerprint."""
+        import hashlib
+        import json
+
+        data = self.model_dump(mode="json", exclude={"review"})
+        return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+
+    @property
     def path(self) -> str | None:
         """File the spec was loaded from (None when built in code)."""
         return self._path

@@ -1,6 +1,6 @@
 """``ncp compare``, ``ncp agree``, ``ncp reaudit`` and ``ncp review``: trusting a regression.
 
-    ncp compare BASE NEW            paired survival test; exit 1 only on a significant drop
+    ncp compare BASE NEW            paired survival test; exit 1 on a significant drop, 6 over the error budget
     ncp agree RUN_A RUN_B [...]     auditor agreement: Pearson r of per-episode turns, profiles side by side
     ncp reaudit SOURCE --auditor-model M --out DIR    re-judge recorded transcripts with another auditor
     ncp review RUN_DIR              label each confirmed conflict agree / dispute (RUN_DIR/reviews.json)
@@ -17,18 +17,21 @@ from pathlib import Path
 from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_ERROR_BUDGET = 6  # metrics.EXIT_ERROR_BUDGET: too many episodes of a run could not be judged
 
 
 def register(sub: Any) -> None:
-    from ..cli import _positive, whole_number
+    from ..cli import _error_rate, _positive, whole_number
 
     _non_negative = whole_number(0)
 
     p = sub.add_parser("compare", help="is NEW worse than BASE? paired survival test, exit 1 on a significant drop",
                        description="Pair the episodes of two runs on (spec_id, repeat), list newly failing "
                                    "episodes and commitments, and test the change in survival@TURN (exact "
-                                   "McNemar, paired bootstrap 95% CI). Exit 1 only when NEW is worse with "
-                                   "p < ALPHA; 0 otherwise.")
+                                   "McNemar, paired bootstrap 95% CI). Exit 1 when NEW is worse with "
+                                   "p < ALPHA or when no pair can be compared; exit 6 when either run has "
+                                   "more unknown outcomes (auditor, model, player errors) than --max-error-rate "
+                                   "allows; 0 otherwise.")
     p.add_argument("base", metavar="BASE", help="baseline run: a run directory or its results.json")
     p.add_argument("new", metavar="NEW", help="new run: a run directory or its results.json")
     p.add_argument("--turn", type=_non_negative, default=20, help="turn of the survival figure (default 20)")
@@ -37,6 +40,9 @@ def register(sub: Any) -> None:
     p.add_argument("--resamples", type=_positive, default=2000, help="bootstrap resamples (default 2000)")
     p.add_argument("--specs", nargs="+", metavar="PATH",
                    help="spec files or directories, for commitment kinds (default: the traces' spec paths)")
+    p.add_argument("--max-error-rate", metavar="RATE", type=_error_rate, default=0.0,
+                   help="share of episodes of either run allowed to end in an auditor, model or player error, "
+                        "e.g. 0.05 or 5%%; above it compare exits 6 (default 0: any such error)")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("agree", help="auditor agreement between runs of the same transcripts",
@@ -110,6 +116,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(f"  base: {results_path(args.base)} ({_describe(base)})")
     print(f"  new:  {results_path(args.new)} ({_describe(new)})")
     print("\n".join(lines[1:]))
+    from ..metrics import error_budget
+
+    budgets = [(name, error_budget(run["episodes"], args.max_error_rate)) for name, run in (("base", base), ("new", new))]
+    for name, budget in budgets:
+        if budget.unknown or budget.exceeded:
+            print(budget.line(f"{name} run"))
+    if any(b.exceeded for _, b in budgets):
+        return EXIT_ERROR_BUDGET
+    if result.pairs == 0:
+        return EXIT_FAILED  # no evidence either way: never a pass
     return EXIT_FAILED if result.regression else EXIT_OK
 
 

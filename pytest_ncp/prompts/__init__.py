@@ -4,7 +4,8 @@ up silently."""
 
 from __future__ import annotations
 
-PROMPT_VERSION = "ncp-prompts/2"  # 2: the trajectory step is told when the trigger already happened
+PROMPT_VERSION = "ncp-prompts/3"  # 2: the trajectory step is told when the trigger already happened; 3: quotes
+# and evidence must be substantial verbatim spans, the confirmation step sees the trajectory
 
 
 from functools import lru_cache

@@ -11,13 +11,13 @@ and hands Jinja2 a ``Markup`` of known tags only.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..metrics import CONFLICT_KINDS, kaplan_meier
+from ..quotes import find_quote  # the project's one quote matcher (re-exported for callers of this module)
 from ..traces import Trace, episode_trace
 from .runs import RunData, iter_labels, load_runs, spec_outline
 from .tables import KIND_LABELS, run_rows, sections
@@ -36,9 +36,6 @@ SATISFIED_KEYS = ("commitment_id", "evidence")
 _MARK_PRIORITY = {"fact": 1, "rejected": 2, "confirmed": 3}
 _MARK_TITLE = {"fact": "source of a ledger change", "rejected": "flagged, rejected on confirmation",
                "confirmed": "confirmed conflict"}
-_ELLIPSIS = re.compile(r"\.\.\.|\u2026")
-_QUOTE_CHARS = {'"': "[\"\u201c\u201d]", "'": "['\u2018\u2019]", "\u201c": "[\"\u201c\u201d]",
-                "\u201d": "[\"\u201c\u201d]", "\u2018": "['\u2018\u2019]", "\u2019": "['\u2018\u2019]"}
 
 
 def write_html(results_paths: Sequence[str | Path], out: str | Path, *,
@@ -296,26 +293,6 @@ def _lanes(turns: list[dict[str, Any]], e: Mapping[str, Any], info: Mapping[str,
 
 
 # --- quotes inside the narration -----------------------------------------------------------------
-
-
-def find_quote(quote: str, text: str) -> list[tuple[int, int]]:
-    """Character spans of ``quote`` in ``text``, leniently as the auditor checks quotes.
-
-    Case, runs of whitespace and straight vs typographic quote marks are ignored, and an ellipsis
-    in the quote skips text (each piece found in order). [] when it is not there.
-    """
-    pieces = [p.strip(" \"'\u201c\u201d\u2018\u2019") for p in _ELLIPSIS.split(quote or "")]
-    pieces = [p for p in pieces if p.strip()]
-    spans, pos = [], 0
-    for piece in pieces:
-        pattern = "".join(r"\s+" if ch.isspace() else _QUOTE_CHARS.get(ch, re.escape(ch))
-                          for ch in re.sub(r"\s+", " ", piece))
-        m = re.compile(pattern, re.IGNORECASE).search(text, pos)
-        if not m:
-            return []
-        spans.append((m.start(), m.end()))
-        pos = m.end()
-    return spans
 
 
 def highlight(text: str, quotes: Sequence[tuple[str, str]]) -> Any:

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from ..metrics import CONFLICT_KINDS, compute_metrics, is_error, kaplan_meier, survival_counts, wilson
+from ..metrics import CONFLICT_KINDS, compute_metrics, is_judged, is_narrator_error, survival_table, wilson
 from ..review import dispute_rates
 
 SURVIVAL_TURNS = (10, 20, 50, 100)
@@ -26,8 +26,9 @@ def run_rows(results: Mapping[str, Any], label: str, *,
              reviews: Sequence[Mapping[str, Any]] | None = None) -> Row:
     """Every figure of one run (one results.json) as plain JSON-ready values.
 
-    Rates are fractions in 0..1 with a 95% Wilson interval ``ci``; a survival@T for T beyond the
-    run's turn limit was never observed, so it is ``None`` (shown as n/a). ``reviews`` are the
+    Rates are fractions in 0..1 with a 95% Wilson interval ``ci``; survival@T is the Kaplan-Meier
+    estimate with its log-log (Greenwood) interval, and ``value`` is ``None`` (shown as
+    ``n/a (k of N reached turn T)``) when too few episodes were observed up to T. ``reviews`` are the
     labels of the run's reviews.json; without them ``review`` is ``None``.
     """
     config = results.get("config") or {}
@@ -36,18 +37,17 @@ def run_rows(results: Mapping[str, Any], label: str, *,
     if not isinstance(max_turns, int):
         max_turns = max((int(e["turns"]) for e in episodes), default=0)
     m = compute_metrics(episodes, max_turn=max(max_turns, *(int(e["turns"]) for e in episodes), 0))
-    judged = [e for e in episodes if not is_error(e)]
+    judged = [e for e in episodes if is_judged(e)]
     n = len(judged)
-    horizon = max([max_turns, *SURVIVAL_TURNS, *(int(e["turns"]) for e in episodes)])
-    curve = kaplan_meier(episodes, horizon) if episodes else {}
+    horizon = max([max_turns, *SURVIVAL_TURNS, *(int(e["turns"]) + 1 for e in episodes)])
+    table = survival_table(episodes, horizon)
 
     survival: dict[str, Any] = {}
     for t in SURVIVAL_TURNS:
-        survived, known = survival_counts(episodes, t)
-        if t > max_turns or not known:
-            survival[str(t)] = None
-        else:
-            survival[str(t)] = {"value": round(curve[t], 6), "ci": _ci(wilson(survived, known)), "n": known}
+        point = table[t]
+        survival[str(t)] = {"value": round(point.value, 6) if point.measurable else None,
+                            "ci": _ci(point.ci) if point.measurable else None, "n": point.observed,
+                            "reached": point.reached, "episodes": point.episodes, "text": point.text()}
 
     conflicts = {}
     for kind in CONFLICT_KINDS:
@@ -69,10 +69,12 @@ def run_rows(results: Mapping[str, Any], label: str, *,
         "episodes": len(episodes),
         "judged": n,
         "errors": len(episodes) - n,
+        "narrator_errors": sum(is_narrator_error(e) for e in episodes),
         "survival": survival,
         "avg_turns": m["avg_turns"] if n else None,
         "progress_pct": m["progress_pct"] if n else None,
         "satisfied_pct": m["satisfied_pct"] if n else None,
+        "held_pct": m["held_pct"] if n else None,
         "conflict_rates": conflicts,
         "successes": m["successes"],
         "conflict_free": m["conflict_free"],
@@ -121,6 +123,8 @@ def _pct(value: float | None, digits: int = 1) -> str:
 
 def _rate(fig: Mapping[str, Any] | None) -> Cell:
     if not fig or fig.get("value") is None:
+        if fig and fig.get("text"):  # survival@T: "n/a (k of N reached turn T)"
+            return Cell(str(fig["text"]))
         return Cell("n/a")
     lo, hi = fig["ci"]
     return Cell(_pct(fig["value"]), f"{100 * lo:.1f}-{100 * hi:.1f}")
@@ -142,17 +146,20 @@ def sections(rows: Sequence[Row]) -> list[Section]:
     """The tables for these rows; pass^k and human review appear only when some run has them."""
     label = Column("run", lambda r: Cell(str(r["label"])), numeric=False)
     survival = Section(
-        "Survival: no confirmed conflict through turn T (Kaplan-Meier, 95% Wilson interval)",
+        "Survival: no confirmed conflict or narrator error through turn T (Kaplan-Meier, 95% log-log interval)",
         (label, Column("episodes", lambda r: Cell(f"{r['judged']}" + (f" (+{r['errors']} err)" if r["errors"] else ""))),
          Column("max turns", _num("max_turns")),
          *(Column(f"survival@{t}", lambda r, t=t: _rate(r["survival"][str(t)])) for t in SURVIVAL_TURNS),
          Column("avg turns", _num("avg_turns", "{:.2f}"))),
-        note="n/a: T is beyond the run's turn limit. Errored episodes are censored, not failures.",
+        note="Turn limit, script end and unknown outcomes (auditor, model, player errors) are censored at their last "
+             "turn; narrator errors are failures. n/a (k of N reached T): fewer than half the episodes were "
+             "observed up to T.",
     )
     outcomes = [
         label,
         Column("progress", lambda r: Cell(_pct(None if r["progress_pct"] is None else r["progress_pct"] / 100))),
         Column("satisfied", lambda r: Cell(_pct(None if r["satisfied_pct"] is None else r["satisfied_pct"] / 100))),
+        Column("held", lambda r: Cell(_pct(None if r.get("held_pct") is None else r["held_pct"] / 100))),
         *(Column(f"{KIND_LABELS[k]} conflicts", lambda r, k=k: _rate(r["conflict_rates"][k])) for k in CONFLICT_KINDS),
     ]
     if any(r.get("pass_k") for r in rows):
@@ -160,11 +167,14 @@ def sections(rows: Sequence[Row]) -> list[Section]:
     out = [
         survival,
         Section("Outcomes: trajectory progress, satisfied commitments, conflict-type rates (95% Wilson interval)",
-                tuple(outcomes)),
+                tuple(outcomes),
+                note="satisfied: achievements and orderings whose condition was met; held: invariants never "
+                     "violated. Rates are over judged episodes (narrator errors included)."),
         Section("Counts and cost", (
             label, Column("successes", _num("successes")), Column("conflict-free", _num("conflict_free")),
             Column("turn limit", _num("turn_limit")), Column("script exhausted", _num("script_exhausted")),
-            Column("errors", _num("errors")), Column("tokens", _num("tokens", "{:,}")),
+            Column("narrator errors", _num("narrator_errors")),
+            Column("unknown (errors)", lambda r: Cell(str(r["errors"]))), Column("tokens", _num("tokens", "{:,}")),
             Column("cost", _num("cost_usd", "${:.4f}")))),
     ]
     if any(r.get("review") for r in rows):

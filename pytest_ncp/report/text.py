@@ -1,12 +1,16 @@
 """Failure messages, transcripts and the paper's table as plain text.
 
 A failure's first line is a headline a person can act on: spec, turn, what broke, where in the spec.
+Everything here quotes model output, so every text is passed through ``terminal.printable``: an
+escape sequence in a narration is shown, never executed by the reader's terminal.
 """
 
 from __future__ import annotations
 
 import textwrap
 from typing import TYPE_CHECKING, Any, Mapping
+
+from ..terminal import one_line, printable
 
 if TYPE_CHECKING:
     from ..episode import EpisodeResult
@@ -40,9 +44,11 @@ def headline(result: EpisodeResult) -> str:
     if result.failure:
         f = result.failure
         ids = ", ".join(f.fact_ids + f.commitment_ids)
-        return f"{name}: {_KIND.get(f.type, f.type)} at turn {f.turn}{f' ({ids})' if ids else ''} {_where(result)}"
+        return printable(f"{name}: {_KIND.get(f.type, f.type)} at turn {f.turn}{f' ({ids})' if ids else ''} "
+                         f"{_where(result)}")
     if result.error:
-        return f"{name}: {result.error.kind} error after turn {result.turns}: {result.error.message.splitlines()[0]}"
+        return (f"{name}: {result.error.kind} error after turn {result.turns}: "
+                f"{one_line(result.error.message, 10_000)}")
     return f"{name}: {result.termination.value} after {result.turns} turn(s)"
 
 
@@ -66,7 +72,7 @@ def excerpt(result: EpisodeResult, turn: int, before: int = 1) -> str:
             if t.player_input is not None:
                 parts.append(_block(f"turn {t.turn} player", t.player_input))
             parts.append(_block(f"turn {t.turn} narrator", t.response))
-    return "\n".join(parts)
+    return printable("\n".join(parts))
 
 
 def failure_text(result: EpisodeResult) -> str:
@@ -76,7 +82,11 @@ def failure_text(result: EpisodeResult) -> str:
     if f is None:
         if result.error:
             lines += ["", result.error.message]
-        return "\n".join(lines)
+            if result.transcript:
+                lines += ["", excerpt(result, result.transcript[-1].turn)]
+            if result.trace:
+                lines += ["", f"trace: {result.trace}" + (" (the traceback is in it)" if result.error.traceback else "")]
+        return printable("\n".join(lines))
     lines += [
         "",
         _block("auditor finding", f.explanation),
@@ -95,7 +105,7 @@ def failure_text(result: EpisodeResult) -> str:
     lines += ["", excerpt(result, f.turn), "", result.ledger.diff(0, f.turn)]
     if result.trace:
         lines += ["", f"trace: {result.trace}"]
-    return "\n".join(lines)
+    return printable("\n".join(lines))
 
 
 def commitment_text(result: EpisodeResult, commitment_id: str) -> str:
@@ -114,7 +124,7 @@ def commitment_text(result: EpisodeResult, commitment_id: str) -> str:
                   _block("quoted from the narration", f'"{result.failure.quote}"'),
                   "", excerpt(result, result.failure.turn)]
     lines += ["", result.ledger.diff(0, result.failure.turn if result.failure else result.turns)]
-    return "\n".join(lines)
+    return printable("\n".join(lines))
 
 
 def transcript_text(result: EpisodeResult) -> str:
@@ -141,31 +151,39 @@ def transcript_text(result: EpisodeResult) -> str:
         if notes:
             out.append(_block("audit", "\n".join(notes)))
     out += ["", f"termination: {result.termination.value} after {result.turns} turn(s)"]
-    return "\n".join(out)
+    return printable("\n".join(out))
 
 
 # --- the paper's table ----------------------------------------------------------------------------
 
 
 def metrics_table(m: Mapping[str, Any], title: str = "ncp") -> str:
-    """One run's metrics as the paper's table (one row per figure)."""
+    """One run's metrics as the paper's table (one row per figure), with the definitions as footnotes."""
     turn = m.get("survival_turn", 20)
-    lo, hi = m.get("survival_ci", (0.0, 1.0))
     rates, ci = m["conflict_rates"], m.get("conflict_rate_ci", {})
+    point = m.get("survival_point") or {}
+    judged = m.get("judged", m["episodes"] - m["errors"])
 
     def rate(kind: str) -> str:
         low, high = ci.get(kind, (0.0, 1.0))
-        return f"{rates[kind]:.1%} ({low:.0%}-{high:.0%})"
+        return f"{rates[kind]:.1%} ({low:.0%}-{high:.0%})" if judged else "n/a"
 
+    def pct(value: float | None) -> str:
+        return "n/a" if value is None or not judged else f"{value:.1f}%"
+
+    narrator_errors, unknown = m.get("narrator_errors", 0), m.get("unknown", m["errors"])
     rows = [
-        ("episodes", f"{m['episodes']} ({m['errors']} error(s), excluded below)"),
-        (f"survival@{turn}", f"{m[f'survival_at_{turn}']:.1%} (95% CI {lo:.1%}-{hi:.1%})"),
-        ("average turns", f"{m['avg_turns']:.2f}"),
-        ("trajectory progress", f"{m['progress_pct']:.1f}%"),
-        ("satisfied commitments", f"{m['satisfied_pct']:.1f}%"),
+        ("episodes", f"{m['episodes']} ({narrator_errors} narrator error(s) counted as failures, {unknown} unknown "
+                     "outcome(s) excluded below)"),
+        (f"survival@{turn} *", point.get("text", "n/a")),
+        ("average turns", f"{m['avg_turns']:.2f}" if judged else "n/a"),
+        ("trajectory progress", pct(m["progress_pct"])),
+        ("satisfied commitments **", pct(m["satisfied_pct"])),
+        ("invariants held **", pct(m.get("held_pct"))),
         ("fact conflicts", rate("fact")),
         ("commitment conflicts", rate("commitment")),
         ("player-input conflicts", rate("player_input")),
+        ("narrator errors", f"{narrator_errors}"),
         ("successes", str(m["successes"])),
         ("conflict-free", str(m["conflict_free"])),
         ("turn limit reached", str(m["turn_limit"])),
@@ -176,7 +194,13 @@ def metrics_table(m: Mapping[str, Any], title: str = "ncp") -> str:
     for k, v in (m.get("pass_k") or {}).items():
         rows.append((f"pass^{k}", "n/a" if v is None else f"{v:.1%}"))
     width = max(len(r[0]) for r in rows)
-    return "\n".join([title, *(f"  {label:<{width}}  {value}" for label, value in rows)])
+    notes = [
+        f"  * Kaplan-Meier: no confirmed conflict or narrator error through turn {turn}, 95% log-log (Greenwood) "
+        "interval; turn limit, script end and unknown outcomes are censored at their last turn; n/a when fewer "
+        "than half the episodes were observed up to that turn.",
+        "  ** satisfied: achievements and orderings whose condition was met; held: invariants never violated.",
+    ]
+    return "\n".join([title, *(f"  {label:<{width}}  {value}" for label, value in rows), *notes])
 
 
 def gate_lines(verdict: GateVerdict) -> list[str]:

@@ -80,7 +80,10 @@ def fact_update(request: RecordedRequest) -> dict[str, Any]:
 def trajectory_update(request: RecordedRequest) -> dict[str, Any]:
     turn = _TURN.search(request.text)
     done = bool(turn) and int(turn.group(1)) % 2 == 0
-    return {"trigger_event_occurred": done, "key_delta_occurred": done, "evidence": "Scripted demo progress."}
+    narration = _tag(request.text, "narration") or ""
+    # Progress rests on evidence quoted from the response, as the auditor requires.
+    evidence = " ".join(narration.split()[-6:]) if done else "Scripted demo: no progress."
+    return {"trigger_event_occurred": done, "key_delta_occurred": done, "evidence": evidence}
 
 
 def install_demo_script(server: ScriptedModelServer) -> None:
