@@ -87,7 +87,9 @@ def test_bootstrap_is_deterministic_per_seed():
 def test_survival_at_turn_counts_conflicts_up_to_that_turn_only():
     assert survived_at(ep("a", "conflict:fact", turn=20), 20) is False
     assert survived_at(ep("a", "conflict:fact", turn=21), 20) is True
-    assert survived_at(ep("a", "script_exhausted", turn=4), 20) is True
+    # Stopped before turn 20 without failing: the outcome at 20 is unknown (censored), never "survived".
+    assert survived_at(ep("a", "script_exhausted", turn=4), 20) is None
+    assert survived_at(ep("a", "script_exhausted", turn=20), 20) is True
     assert survived_at(ep("a", "success", turn=7), 20) is True
 
 
@@ -143,7 +145,7 @@ def test_a_small_drop_is_not_significant():
 
 
 def test_the_turn_decides_what_counts_as_failing():
-    base = run(*(ep(s) for s in specs(8)))
+    base = run(*(ep(s, turn=40) for s in specs(8)))
     new = run(*(ep(s, "conflict:fact", turn=25) for s in specs(8)))
     assert compare_runs(base, new, turn=20).b == 0
     late = compare_runs(base, new, turn=30)
@@ -160,7 +162,7 @@ def test_errored_and_unpaired_episodes_are_excluded_and_listed():
     assert result.only_in_base == (("gone", 0),) and result.only_in_new == (("fresh", 0),)
     assert result.b == 1 and [x.spec_id for x in result.newly_failing_specs] == ["a"]
     text = "\n".join(result.lines())
-    assert "left out: pair(s) with an errored episode: 2\n    b[r0]\n    c[r0]" in text
+    assert "left out: pair(s) with an unknown outcome (auditor, model or player error): 2\n    b[r0]\n    c[r0]" in text
     assert "unpaired: only in base: 1\n    gone[r0]" in text and "only in new: 1\n    fresh[r0]" in text
 
 

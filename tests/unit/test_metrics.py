@@ -88,8 +88,8 @@ def test_gate_parse_rejects_bad_values(text):
 
 
 def test_gate_check():
-    failing = Gate(0.6, 20).check(EPISODES)
+    failing = Gate(0.6, 20).check(EPISODES, max_error_rate=0.2)
     assert not failing.passed and failing.measured == pytest.approx(0.8 * 2 / 3)
     assert failing.line().startswith("ncp survival gate FAILED: survival@20 = 53.3% (95% CI")
-    passing = Gate(0.5, 20).check(EPISODES)
+    passing = Gate(0.5, 20).check(EPISODES, max_error_rate=0.2)
     assert passing.passed and "PASSED" in passing.line() and ">= required 50.0%" in passing.line()

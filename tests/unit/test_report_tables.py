@@ -49,16 +49,19 @@ def write_run(folder: Path, episodes=EPISODES, max_turns=20, **config) -> Path:
                                   "max_turns": max_turns, **config}, list(episodes))
 
 
-def test_survival_at_t_is_kaplan_meier_with_a_wilson_interval_and_n_a_beyond_the_turn_limit():
+def test_survival_at_t_is_kaplan_meier_with_a_log_log_interval_and_n_a_where_no_episode_reached_t():
     row = run_rows(results(), "run")
     s10, s20 = row["survival"]["10"], row["survival"]["20"]
     # The error at turn 3 is censored: 9 at risk at turn 5 -> 8/9; then 7/8 and 6/7 -> 6/9.
     assert s10["value"] == pytest.approx(8 / 9, abs=1e-6)
     assert s20["value"] == pytest.approx(6 / 9, abs=1e-6)
-    # Its outcome at turn 10 is unknown, so the interval is over the 9 others.
-    assert s10["n"] == 9 and s10["ci"] == pytest.approx(list(wilson(8, 9)), abs=1e-6)
-    assert row["survival"]["50"] is None and row["survival"]["100"] is None
-    assert run_rows(results(max_turns=100), "run")["survival"]["100"]["value"] == pytest.approx(6 / 9, abs=1e-6)
+    # Greenwood + log-log by hand: V = 1/(9*8), sigma = sqrt(V)/|ln(8/9)| -> (8/9)^exp(+-1.96 sigma).
+    assert s10["n"] == 9 and s10["ci"] == pytest.approx([0.43296, 0.98357], abs=1e-4)
+    assert s10["ci"][0] < s10["value"] < s10["ci"][1]
+    # Every episode stopped by turn 20: survival@50 and @100 are not measured, whatever the turn limit says.
+    assert row["survival"]["50"]["value"] is None and row["survival"]["100"]["value"] is None
+    assert row["survival"]["50"]["text"] == "n/a (0 of 10 reached turn 50)"
+    assert run_rows(results(max_turns=100), "run")["survival"]["100"]["value"] is None
 
 
 def test_rates_and_counts_leave_errors_out_of_the_denominator():
@@ -74,7 +77,7 @@ def test_rates_and_counts_leave_errors_out_of_the_denominator():
 
 def test_empty_run_shows_n_a_instead_of_dividing_by_zero():
     row = run_rows(results(episodes=[]), "empty")
-    assert all(v is None for v in row["survival"].values())
+    assert all(v["value"] is None for v in row["survival"].values())
     assert row["conflict_rates"]["fact"]["value"] is None and row["avg_turns"] is None
     assert "n/a" in render_plain([row])
 
@@ -163,11 +166,11 @@ def test_plain_and_markdown_tables_put_each_run_on_a_row_with_intervals():
     plain = render_plain(rows)
     survival = plain.split("\n\n")[0].splitlines()
     twenty = next(line for line in survival if line.startswith("twenty"))
-    lo, hi = wilson(8, 9)
+    lo, hi = 0.433, 0.984  # the log-log interval of 8/9 (see above)
     assert f"88.9% ({100 * lo:.1f}-{100 * hi:.1f})" in twenty
-    assert twenty.split()[-3:-1] == ["n/a", "n/a"]  # survival@50, @100 beyond 20 turns
+    assert "n/a (0 of 10 reached turn 50)  n/a (0 of 10 reached turn 100)" in twenty
     hundred = next(line for line in survival if line.startswith("hundred"))
-    assert "n/a" not in hundred
+    assert "n/a (0 of 10 reached turn 100)" in hundred
     md = render_markdown(rows)
     table = [line for line in md.splitlines() if line.startswith("|")]
     assert table[0].startswith("| run | episodes | max turns | survival@10")
@@ -187,7 +190,7 @@ def test_markdown_neutralises_pipes_and_html_in_labels():
 def test_json_rows_round_trip_with_null_for_n_a():
     data = json.loads(render_json([run_rows(results(), "run")]))
     assert data["version"] == 1 and data["runs"][0]["label"] == "run"
-    assert data["runs"][0]["survival"]["50"] is None
+    assert data["runs"][0]["survival"]["50"]["value"] is None
     assert data["runs"][0]["survival"]["20"]["value"] == pytest.approx(6 / 9, abs=1e-6)
 
 
