@@ -7,7 +7,7 @@ import json
 from pytest_ncp.episode import Termination
 
 
-def conflict(kind="fact", facts=("F2",), commitments=(), quote="Alan laughs"):
+def conflict(kind="fact", facts=("F2",), commitments=(), quote="Alan laughs at the door"):
     return {"conflicts": [{"type": kind, "fact_ids": list(facts), "commitment_ids": list(commitments),
                            "quote": quote, "explanation": "Alan was stated dead."}]}
 
@@ -21,7 +21,7 @@ def test_fact_conflict_ends_the_episode_at_that_turn_with_the_fact_id(play, cali
     assert result.termination is Termination.CONFLICT_FACT
     assert result.turns == 3
     assert result.failure.turn == 3 and result.failure.fact_ids == ["F2"]
-    assert result.failure.quote == "Alan laughs"
+    assert result.failure.quote == "Alan laughs at the door"
 
 
 def test_rejected_flag_does_not_end_the_episode(play, caligari, ncp_model_server):
@@ -56,17 +56,22 @@ def test_player_input_conflict(play, caligari, ncp_model_server):
 
 def test_all_achievements_satisfied_is_success(play, caligari, ncp_model_server):
     ncp_model_server.add(step="commitment_check", contains="TURN 2.", reply={"satisfied": [
-        {"commitment_id": "C5", "evidence": "asylum"}, {"commitment_id": "C6", "evidence": "restrained"}]})
+        {"commitment_id": "C5", "evidence": "Cesare stirs"}, {"commitment_id": "C6", "evidence": "Cesare stirs."}]})
     result = play(caligari, RESPONSES, max_turns=10)
     assert result.termination is Termination.SUCCESS
     assert result.turns == 2
     assert result.commitment_states["C5"] == result.commitment_states["C6"] == "SATISFIED"
-    # Invariants that held through a conflict-free end count as satisfied too.
-    assert result.commitment_states["C1"] == "SATISFIED"
+    # Invariants are never "satisfied" by an end without conflict: they held, and are reported apart.
+    assert result.commitment_states["C1"] == "PENDING"
+    assert result.held == 1.0 and result.to_dict()["held"] == 1.0
+    kinds = {c.id: c.kind for c in caligari.commitments}
+    met = [c for c, k in kinds.items() if k != "invariant" and result.commitment_states[c] == "SATISFIED"]
+    assert result.satisfied == len(met) / sum(k != "invariant" for k in kinds.values())
 
 
 def test_commitment_check_cannot_satisfy_an_invariant(play, caligari, ncp_model_server):
-    ncp_model_server.add(step="commitment_check", reply={"satisfied": [{"commitment_id": "C1", "evidence": "x"}]})
+    ncp_model_server.add(step="commitment_check", reply={"satisfied": [{"commitment_id": "C1",
+                                                                         "evidence": "The fair is loud"}]})
     ncp_model_server.add(step="conflict_check", contains="TURN 2.", reply=conflict(quote="Cesare stirs"))
     result = play(caligari, RESPONSES)
     assert result.termination is Termination.CONFLICT_FACT
@@ -75,7 +80,8 @@ def test_commitment_check_cannot_satisfy_an_invariant(play, caligari, ncp_model_
 
 def trajectory(turn: int, trigger: bool, delta: bool) -> dict:
     return {"step": "trajectory_update", "contains": f"TURN {turn}.", "reply": {
-        "trigger_event_occurred": trigger, "key_delta_occurred": delta, "evidence": f"turn {turn}"}}
+        "trigger_event_occurred": trigger, "key_delta_occurred": delta,
+        "evidence": RESPONSES[(turn - 1) % len(RESPONSES)]}}  # progress rests on a verified quote
 
 
 def test_a_remembered_trigger_lets_the_key_delta_come_in_a_later_turn(play, caligari, ncp_model_server):
@@ -113,8 +119,9 @@ def test_a_key_delta_before_its_trigger_does_not_count(play, caligari, ncp_model
 
 
 def test_reaching_both_nodes_of_an_ordering_satisfies_it(play, caligari, ncp_model_server):
-    ncp_model_server.add(step="trajectory_update", reply={
-        "trigger_event_occurred": True, "key_delta_occurred": True, "evidence": "both"})
+    for turn, evidence in ((1, "The fair is loud"), (2, "Cesare stirs"), (3, "alive and well")):
+        ncp_model_server.add(step="trajectory_update", contains=f"TURN {turn}.", reply={
+            "trigger_event_occurred": True, "key_delta_occurred": True, "evidence": evidence})
     result = play(caligari, RESPONSES, max_turns=3)
     assert result.node_index == 3
     assert result.commitment_states["C3"] == "SATISFIED"  # prophecy before alan-murdered
@@ -123,7 +130,7 @@ def test_reaching_both_nodes_of_an_ordering_satisfies_it(play, caligari, ncp_mod
 
 def test_fact_update_is_not_committed_on_a_confirmed_conflict(play, caligari, ncp_model_server):
     ncp_model_server.add(step="fact_update", contains="TURN 2.", reply={
-        "added": [{"text": "Cesare is awake.", "quote": "Cesare stirs"}], "negated": [{"fact_id": "F8", "quote": "Cesare"}]})
+        "added": [{"text": "Cesare is awake.", "quote": "Cesare stirs"}], "negated": [{"fact_id": "F8", "quote": "Cesare stirs"}]})
     ncp_model_server.add(step="conflict_check", contains="TURN 2.", reply=conflict(quote="Cesare stirs"))
     result = play(caligari, RESPONSES)
     assert result.termination is Termination.CONFLICT_FACT

@@ -42,14 +42,16 @@ def test_retry_explains_the_problem_and_a_corrected_answer_is_accepted(play, cal
 
 @pytest.mark.parametrize("step,answer", [
     ("fact_update", {"added": [{"text": "x", "quote": "nowhere in the text"}], "negated": []}),
-    ("fact_update", {"added": [], "negated": [{"fact_id": "F42", "quote": "The fair"}]}),
+    ("fact_update", {"added": [], "negated": [{"fact_id": "F42", "quote": "The fair is loud"}]}),
     ("commitment_check", {"satisfied": [{"commitment_id": "C99", "evidence": "x"}]}),
     ("trajectory_update", {"trigger_event_occurred": "maybe", "key_delta_occurred": True, "evidence": "x"}),
     ("conflict_confirmation", {"explanation": "no verdict"}),
 ])
 def test_every_step_fails_closed(play, caligari, ncp_model_server, step, answer):
-    ncp_model_server.add(step="conflict_check", reply={"conflicts": [{
-        "type": "fact", "fact_ids": ["F1"], "commitment_ids": [], "quote": "The fair", "explanation": "x"}]})
+    if step == "conflict_confirmation":  # only asked about a flagged conflict
+        ncp_model_server.add(step="conflict_check", reply={"conflicts": [{
+            "type": "fact", "fact_ids": ["F1"], "commitment_ids": [], "quote": "The fair is loud",
+            "explanation": "x"}]})
     ncp_model_server.add(step=step, reply=answer)
     result = play(caligari, ["The fair is loud."])
     assert result.termination is Termination.ERROR

@@ -22,7 +22,7 @@ from tests.conftest import ROOT, SPECS
 NARRATION = "Alan laughs at the door, alive and well."
 
 
-def flag(kind="fact", facts=("F2",), commitments=(), quote="Alan laughs"):
+def flag(kind="fact", facts=("F2",), commitments=(), quote="Alan laughs at the door"):
     return {"conflicts": [{"type": kind, "fact_ids": list(facts), "commitment_ids": list(commitments),
                            "quote": quote, "explanation": "Alan was stated dead."}]}
 
@@ -63,7 +63,7 @@ def test_reaudit_gives_a_different_verdict_when_the_new_auditor_flags_a_conflict
     new = results(tmp_path / "new")
     (episode,) = new["episodes"]
     assert episode["termination"] == "conflict:fact" and episode["failure"]["turn"] == 2
-    assert episode["failure"]["quote"] == "Alan laughs"
+    assert episode["failure"]["quote"] == "Alan laughs at the door"
     assert new["config"]["reaudit_of"] == str(tmp_path / "src")
     assert new["config"]["auditor_model"] == "openai/new-auditor"
     assert new["config"]["narrator"] == "pytest_ncp.narrators:LLMNarrator"  # still the source's narrator
@@ -77,7 +77,7 @@ def test_reaudit_gives_a_different_verdict_when_the_new_auditor_flags_a_conflict
     assert turns[0]["player_input"] == load_spec(SPECS / "caligari.yaml").scripted_inputs[0]
 
 
-def test_a_more_lenient_auditor_ends_at_the_recorded_transcript_as_script_exhausted(ncp_model_server, tmp_path):
+def test_a_more_lenient_auditor_ends_at_the_recorded_transcript_as_an_unknown_outcome(ncp_model_server, tmp_path):
     ncp_model_server.add(role="narrator", reply=NARRATION)
     ncp_model_server.add(step="conflict_check", model="old-auditor", contains="TURN 3.", reply=flag())
     (source,) = record_run(ncp_model_server, tmp_path / "src", max_turns=10)
@@ -85,7 +85,10 @@ def test_a_more_lenient_auditor_ends_at_the_recorded_transcript_as_script_exhaus
 
     assert reaudit(ncp_model_server, tmp_path / "src" / "results.json", tmp_path / "new") == 0
     (episode,) = results(tmp_path / "new")["episodes"]
-    assert episode["termination"] == "script_exhausted" and episode["turns"] == 3
+    # Past turn 3 nothing was recorded: an unknown outcome (player error, censored at turn 3), never
+    # script_exhausted, which would count as surviving every later turn.
+    assert episode["termination"] == "error" and episode["turns"] == 3
+    assert episode["error"]["kind"] == "player" and "ended as conflict:fact" in episode["error"]["message"]
     assert episode["failure"] is None
 
 
@@ -96,7 +99,8 @@ def test_reaudit_judges_the_recorded_opening_as_turn_0(ncp_model_server, tmp_pat
         "    def respond(self, player_input, context):\n        return 'The fair is loud.'\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     record_run(ncp_model_server, tmp_path / "src", narrator="opener:Narrator", max_turns=2)
-    ncp_model_server.add(step="conflict_check", model="new-auditor", contains="TURN 0.", reply=flag())
+    ncp_model_server.add(step="conflict_check", model="new-auditor", contains="TURN 0.",
+                         reply=flag(quote="Alan laughs at the fair"))
 
     # A directory of traces works as a source too.
     assert reaudit(ncp_model_server, tmp_path / "src" / "traces", tmp_path / "new") == 0
@@ -179,7 +183,7 @@ def test_review_shows_the_conflict_and_stores_labels(conflict_run):
     assert "--- conflict 1/3: caligari[r0] (The Cabinet of Dr. Caligari), turn 2, fact conflict (F2) ---" in first
     assert "fact F2:" in first and "Alan was stated dead." in first
     assert "turn 1 narrator:" in first and "turn 2 player:" in first
-    assert ">>Alan laughs<< at the door, alive and well." in first  # the quote, highlighted in place
+    assert ">>Alan laughs at the door<<, alive and well." in first  # the quote, highlighted in place
     labels = load_reviews(conflict_run)["labels"]
     assert labels == [
         {"spec_id": "caligari", "repeat": 0, "turn": 2, "type": "fact", "label": "agree", "note": "",
