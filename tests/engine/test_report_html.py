@@ -84,7 +84,7 @@ def evil_run(tmp_path, ncp_model_server) -> Path:
     s.add(step="fact_update", contains="TURN 2.", reply={"added": [{"text": "Cabinet.", "quote": "by the cabinet"}],
                                                         "negated": []})
     s.add(step="trajectory_update", contains="TURN 1.", reply={
-        "trigger_event_occurred": True, "key_delta_occurred": True, "evidence": "V " + EVIL})
+        "trigger_event_occurred": True, "key_delta_occurred": True, "evidence": f"The fair is loud. {SCRIPT}"})
 
     spec = load_spec(SPECS / "caligari.yaml")
     out = tmp_path / "run"
@@ -118,7 +118,7 @@ def test_report_shows_every_turn_with_verdicts_and_no_live_markup(evil_run, tmp_
     # Every injected string is there as text, escaped.
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html_text
     assert "&#34;&gt;&lt;img src=x onerror=alert(1)&gt;" in html_text
-    for marker in ("E1 ", "E2 ", "R1 ", "C2 ", "Fact ", "V ", "M ", "T ", "N ", "R "):
+    for marker in ("E1 ", "E2 ", "R1 ", "C2 ", "Fact ", "loud. ", "M ", "T ", "N ", "R "):
         assert marker + "&lt;script&gt;" in html_text, marker
 
     episodes = [a for t, a in found.tags if t == "details" and "episode" in (a.get("class") or "")]
