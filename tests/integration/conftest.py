@@ -57,7 +57,8 @@ class Project:
     def succeed_at(self, turn: int) -> None:
         """The scripted auditor finds both achievements of the Caligari spec fulfilled at ``turn``."""
         self.server.add(step="commitment_check", contains=f"TURN {turn}.", reply={"satisfied": [
-            {"commitment_id": "C5", "evidence": "asylum"}, {"commitment_id": "C6", "evidence": "restrained"}]})
+            {"commitment_id": "C5", "evidence": "The fair is loud"},
+            {"commitment_id": "C6", "evidence": "The fair is loud."}]})
 
     def conflict_at(self, turn: int, answer: dict = FACT_CONFLICT, spec: str | None = None) -> None:
         marker = f"TURN {turn}."
