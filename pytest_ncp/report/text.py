@@ -195,9 +195,9 @@ def metrics_table(m: Mapping[str, Any], title: str = "ncp") -> str:
         rows.append((f"pass^{k}", "n/a" if v is None else f"{v:.1%}"))
     width = max(len(r[0]) for r in rows)
     notes = [
-        f"  * Kaplan-Meier: no confirmed conflict or narrator error through turn {turn}, 95% log-log (Greenwood) "
-        "interval; turn limit, script end and unknown outcomes are censored at their last turn; n/a when fewer "
-        "than half the episodes were observed up to that turn.",
+        f"  * Kaplan-Meier: no confirmed conflict or narrator error through turn {turn}, 95% log-log (Greenwood)",
+        "    interval; turn limit, script end and unknown outcomes are censored at their last turn; n/a when",
+        "    fewer than half the episodes were observed up to that turn.",
         "  ** satisfied: achievements and orderings whose condition was met; held: invariants never violated.",
     ]
     return "\n".join([title, *(f"  {label:<{width}}  {value}" for label, value in rows), *notes])
