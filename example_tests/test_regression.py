@@ -45,4 +45,4 @@ def test_the_sleepwalker_rule_holds(run_episode, specs_dir, ncp_model_server):
     # be flagged, and the rule then holds through the episode.
     ncp_model_server.add(role="narrator", reply="Cesare stands motionless until the showman taps the cabinet.")
     result = run_episode(specs_dir / "caligari.yaml", player=["I watch the cabinet."], max_turns=2)
-    assert_commitment(result, "C1", "SATISFIED")
+    assert_commitment(result, "C1", "HELD")

@@ -24,11 +24,19 @@ def assert_termination(result: EpisodeResult, expected: str | Termination) -> No
 
 
 def assert_commitment(result: EpisodeResult, commitment_id: str, state: str = "SATISFIED") -> None:
-    """The commitment ended in ``state`` (SATISFIED, PENDING or VIOLATED)."""
+    """The commitment ended in ``state`` (SATISFIED, PENDING or VIOLATED), or, for an invariant, ``HELD``:
+    never violated (an invariant is never "satisfied" by an episode merely ending)."""
     actual = result.commitment_states.get(commitment_id)
     if actual is None:
         raise AssertionError(f"{result.spec.id} has no commitment {commitment_id!r} "
                              f"(it has {', '.join(result.commitment_states)})")
+    if state == "HELD":
+        if result.spec.commitment(commitment_id).kind != "invariant":
+            raise AssertionError(f"{commitment_id} is not an invariant: HELD applies to invariants only")
+        if actual == "VIOLATED":
+            raise AssertionError(f"expected invariant {commitment_id} to hold, it was VIOLATED\n"
+                                 + commitment_text(result, commitment_id))
+        return
     if actual != state:
         raise AssertionError(f"expected {commitment_id} {state}, it is {actual}\n"
                              + commitment_text(result, commitment_id))

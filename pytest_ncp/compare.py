@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .config import episode_name
-from .metrics import CONFLICT_KINDS, compute_metrics, failure_turn, is_unknown, pearson
+from .metrics import MIN_OBSERVED_SHARE, CONFLICT_KINDS, compute_metrics, failure_turn, is_unknown, pearson
 from .metrics import survived_at as _survived_at
 from .traces import check_results
 
@@ -142,10 +142,15 @@ class Comparison:
 
     @property
     def improvement(self) -> bool:
-        return self.p_value < self.alpha and self.new_rate > self.base_rate
+        return self.measurable and self.p_value < self.alpha and self.new_rate > self.base_rate
+
+    @property
+    def measurable(self) -> bool:
+        """survival@turn is comparable: some pairs, and at least half of them observed to ``turn``."""
+        return self.pairs > 0 and self.pairs >= MIN_OBSERVED_SHARE * (self.pairs + len(self.unobserved))
 
     def verdict(self) -> str:
-        if self.pairs == 0:
+        if not self.measurable:
             return "NOTHING TO COMPARE"
         if self.regression:
             return "REGRESSION"
@@ -156,7 +161,11 @@ class Comparison:
     def lines(self) -> list[str]:
         """The comparison as text: a headline, the numbers, then what flipped, what was left out."""
         t = self.turn
-        if self.pairs == 0:
+        if self.pairs and not self.measurable:
+            out = [f"ncp compare: NOTHING TO COMPARE: survival@{t} is n/a: only {self.pairs} of "
+                   f"{self.pairs + len(self.unobserved)} pair(s) were observed to turn {t} on both sides "
+                   f"(compare an earlier --turn)"]
+        elif self.pairs == 0:
             head = (f"ncp compare: NOTHING TO COMPARE: no pair of episodes has a known outcome at turn {t} on both "
                     f"sides ({len(self.errored)} pair(s) with an unknown outcome, {len(self.unobserved)} not observed "
                     f"to turn {t}, {len(self.only_in_base)} only in base, {len(self.only_in_new)} only in new)")

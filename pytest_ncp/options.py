@@ -44,7 +44,7 @@ OPTIONS: dict[str, tuple[str, Any, type]] = {
     "force": ("with --ncp-resume: re-run the episodes whose settings or spec changed instead of refusing",
               False, bool),
     "max-error-rate": ("share of episodes allowed to end in an auditor, model or player error (unknown outcome), "
-                       "e.g. 0.05 or 5%; within it such episodes are skipped, above it the session exits 6 "
+                       "e.g. 0.05 (5 percent); within it such episodes are skipped, above it the session exits 6 "
                        "(default 0: any such error)", "0", str),
     "record-mode": ("record/replay model calls to cassettes: none (replay only) | once | new_episodes | all "
                     "(default: off)", None, str),

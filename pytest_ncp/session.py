@@ -132,7 +132,8 @@ class NcpSession:
         if self.budget is not None and self.budget.exceeded:
             return EXIT_ERROR_BUDGET
         passed = self.gate_verdict is None or self.gate_verdict.passed
-        ok = passed and self.comparison_error is None and not (self.comparison and self.comparison.regression)
+        compared = self.comparison is None or (self.comparison.measurable and not self.comparison.regression)
+        ok = passed and self.comparison_error is None and compared
         return 0 if ok else EXIT_GATE_FAILED
 
     def _compare(self, baseline: Path) -> None:

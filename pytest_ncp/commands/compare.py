@@ -124,7 +124,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(budget.line(f"{name} run"))
     if any(b.exceeded for _, b in budgets):
         return EXIT_ERROR_BUDGET
-    if result.pairs == 0:
+    if not result.measurable:
         return EXIT_FAILED  # no evidence either way: never a pass
     return EXIT_FAILED if result.regression else EXIT_OK
 

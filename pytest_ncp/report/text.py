@@ -114,6 +114,9 @@ def commitment_text(result: EpisodeResult, commitment_id: str) -> str:
     where = result.spec.commitment_location(commitment_id)
     if state == "VIOLATED":
         head = f"{_name(result)}:{commitment_id}: {c.kind} violated at turn {result.failure.turn if result.failure else '?'} {where}"
+    elif c.kind == "invariant":
+        head = (f"{_name(result)}:{commitment_id}: invariant held: never violated "
+                f"({result.termination.value} after {result.turns} turn(s)) {where}")
     else:
         head = (f"{_name(result)}:{commitment_id}: {c.kind} not satisfied by the end of the episode "
                 f"({result.termination.value} after {result.turns} turn(s), {result.node_index}/"

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from pytest_ncp.auditor import LLMAuditor
 from pytest_ncp.episode import Episode
 from pytest_ncp.llm import ModelClient
-from pytest_ncp.metrics import Gate, error_budget
+from pytest_ncp.metrics import Gate
 from pytest_ncp.players import ScriptedPlayer
 from pytest_ncp.spec import load_spec
 from pytest_ncp.testing import ScriptedModelServer
@@ -108,6 +108,6 @@ def test_no_episode_survives_on_answers_that_were_not_all_valid(plan, max_turns,
     others = [{**record, "spec_id": f"x{i}", "termination": "turn_limit", "error": None, "turns": max_turns}
               for i in range(3)]
     episodes = [record, *others]
-    verdict = Gate(0.0, 0).check(episodes, max_error_rate=budget)
-    if error_budget(episodes, budget).rate > budget:
-        assert not verdict.passed
+    unknown = sum(e["termination"] == "error" and (e.get("error") or {}).get("kind") != "narrator" for e in episodes)
+    if unknown / len(episodes) > budget:
+        assert not Gate(0.0, 0).check(episodes, max_error_rate=budget).passed

@@ -14,7 +14,7 @@ from pytest_ncp.llm import ModelClient
 from pytest_ncp.players import ScriptedPlayer, SimulatedPlayer
 from pytest_ncp.report.text import failure_text
 from pytest_ncp.review import ConflictItem, _EpisodeRecord, render_conflict
-from pytest_ncp.runner import ResumeMismatch, Runner
+from pytest_ncp.runner import Runner
 from pytest_ncp.spec import parse_spec
 from tests.conftest import SPECS, ListNarrator
 
@@ -224,6 +224,8 @@ def _runner(server, out, spec_narrator=("The fair is loud.",), **config):
 
 
 def test_resume_refuses_other_settings_with_a_readable_diff_and_force_reruns(ncp_model_server, tmp_path, caligari):
+    from pytest_ncp.runner import ResumeMismatch
+
     out = tmp_path / "run"
     asyncio.run(_runner(ncp_model_server, out).run([caligari]))
     changed = _runner(ncp_model_server, out, max_turns=3, auditor_model="openai/other")
@@ -243,6 +245,8 @@ def test_resume_refuses_other_settings_with_a_readable_diff_and_force_reruns(ncp
 
 
 def test_resume_refuses_a_changed_spec(ncp_model_server, tmp_path, caligari):
+    from pytest_ncp.runner import ResumeMismatch
+
     out = tmp_path / "run"
     asyncio.run(_runner(ncp_model_server, out).run([caligari]))
     edited = parse_spec((SPECS / "caligari.yaml").read_text().replace(

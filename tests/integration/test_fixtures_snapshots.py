@@ -50,7 +50,7 @@ def test_commitment_helper(run_episode):
 
 
 def test_ledgers_compare_as_a_diff(run_episode, ncp_model_server):
-    ncp_model_server.add(step="fact_update", reply={"added": [{"text": "It is loud.", "quote": "loud"}], "negated": []})
+    ncp_model_server.add(step="fact_update", reply={"added": [{"text": "It is loud.", "quote": "The fair is loud"}], "negated": []})
     first = run_episode(SPEC, narrator=Echo, player=["I look."], max_turns=1)
     second = run_episode(SPEC, narrator=Echo, player=["I look.", "I look."], max_turns=2)
     assert first.ledger == second.ledger

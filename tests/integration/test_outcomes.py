@@ -37,10 +37,11 @@ def test_commitment_conflict_fails_that_commitment(project):
     result.stdout.fnmatch_lines(["caligari:C1: invariant violated at turn 2 specs/caligari.yaml:*"])
 
 
-def test_narrator_exception_is_an_error_not_a_failure_and_the_rest_runs(project):
+def test_narrator_exception_fails_the_narrator_and_the_rest_runs(project):
     project.twin("other")
     result = project.run("-q", narrator="agent:Exploding")
-    result.assert_outcomes(errors=14)
+    # The narrator's own crash is its failure (episode tests and unmet achievements), not a pytest error.
+    result.assert_outcomes(failed=6, passed=8)
     project.succeed_at(3)
     result = project.run("-q", "-k", "caligari")
     result.assert_outcomes(passed=7)

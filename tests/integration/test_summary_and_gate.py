@@ -31,7 +31,7 @@ def test_summary_table_is_printed(project):
     result.stdout.fnmatch_lines([
         "*= ncp: narrative commitment preservation =*",
         "narrator agent:Narrator | auditor openai/gpt-4o-mini | player scripted | max turns 4",
-        "  episodes * 4 (0 error(s), excluded below)",
+        "  episodes * 4 (0 narrator error(s) counted as failures, 0 unknown outcome(s) excluded below)",
         # A 4-turn run reports the turn it can measure, not survival@20.
         "  survival@4 * 75.0% (95% CI *",
         "  fact conflicts * 25.0% *",
@@ -44,7 +44,8 @@ def test_gate_passes_with_conflicts_as_xfail(project):
     four_specs(project)
     result = project.run("-q", "-rx", "--ncp-min-survival=0.7@4")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    result.stdout.fnmatch_lines(["ncp survival gate PASSED: survival@4 = 75.0% (95% CI *, 4 episodes) >= required 70.0%"])
+    result.stdout.fnmatch_lines(["ncp survival gate PASSED: survival@4 = 75.0% (95% CI *), 4 of 4 episode(s) observed to turn 4; "
+                                 ">= required 70.0%"])
     outcomes = result.parseoutcomes()
     # The conflict, plus the unmet achievements (two per spec): expected within the budget.
     assert outcomes["xfailed"] == 1 + 4 * 2 and "failed" not in outcomes
@@ -55,7 +56,8 @@ def test_gate_fails_the_session(project):
     four_specs(project)
     result = project.run("-q", "--ncp-min-survival=80%@4")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["ncp survival gate FAILED: survival@4 = 75.0% (95% CI *) < required 80.0%"])
+    result.stdout.fnmatch_lines(["ncp survival gate FAILED: survival@4 = 75.0% (95% CI *), 4 of 4 episode(s) observed to turn 4; "
+                                 "< required 80.0%"])
 
 
 def test_report_writes_results_json_and_traces(project):

@@ -159,3 +159,18 @@ def test_held_invariants_are_reported_apart_from_satisfied_commitments():
     m = compute_metrics(episodes)
     assert m["held_pct"] == pytest.approx(75.0)  # over episodes whose spec has invariants
     assert m["satisfied_pct"] == pytest.approx(50.0)
+
+
+def test_compare_refuses_when_too_few_pairs_were_observed_to_the_turn():
+    from pytest_ncp.compare import compare_runs
+
+    def run(episodes):
+        return {"version": 1, "config": {"max_turns": 20}, "episodes": episodes}
+
+    # Scripts of 14 inputs: survival@20 is not observed in either run, whatever NEW did before turn 14.
+    base = run([ep("script_exhausted", 14, spec=f"s{i}") for i in range(10)])
+    new = run([ep("script_exhausted", 14, spec=f"s{i}") for i in range(9)] + [ep("conflict:fact", 20, spec="s9")])
+    result = compare_runs(base, new, turn=20)
+    assert not result.measurable and not result.regression and result.verdict() == "NOTHING TO COMPARE"
+    assert len(result.unobserved) == 10
+    assert compare_runs(base, new, turn=14).measurable
