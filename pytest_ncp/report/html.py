@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..metrics import CONFLICT_KINDS, kaplan_meier
+from ..metrics import CONFLICT_KINDS, survival_table
 from ..quotes import find_quote  # the project's one quote matcher (re-exported for callers of this module)
 from ..traces import Trace, episode_trace
 from .runs import RunData, iter_labels, load_runs, spec_outline
@@ -106,7 +106,10 @@ def survival_chart(runs: Sequence[RunData], width: int = 760, height: int = 320)
         end = max([run.max_turns, *(int(e["turns"]) for e in run.episodes)]) if run.episodes else 0
         if not run.episodes:
             continue
-        s = kaplan_meier(run.episodes, end)
+        table = survival_table(run.episodes, end)
+        s = {t: p.value for t, p in table.items()}
+        # Stop where no episode is observed any more: beyond it the curve would be extrapolation.
+        end = max([0, *(t for t, p in table.items() if p.reached or p.value == 0.0)])
         # Right-continuous step function: S holds over [t-1, t) and drops at t.
         d = [f"M{x(0)},{y(s[0])}"]
         for t in range(1, end + 1):
