@@ -123,10 +123,13 @@ class EpisodeResult:
 
     @property
     def held(self) -> float | None:
-        """Share of invariants (the default world rules included) never violated; None when there are none."""
+        """Share of invariants (the default world rules included) never violated; None when there are none
+        or no turn was audited."""
         states = [self.commitment_states[c.id] for c in self.spec.all_commitments
                   if c.kind == "invariant" and c.id in self.commitment_states]
-        return sum(s != "VIOLATED" for s in states) / len(states) if states else None
+        if not states or not self.audits:
+            return None
+        return sum(s != "VIOLATED" for s in states) / len(states)
 
     @property
     def survived(self) -> bool:

@@ -163,7 +163,8 @@ def test_ncp_run_on_a_narrator_that_always_raises_fails(ncp_model_server, tmp_pa
     out = capsys.readouterr()
     assert code == 1
     assert ("1 episode(s), 1 narrator error(s) (failures), 0 unknown (auditor/model/player errors): "
-            "survival@20 0.0% (95% CI 0.0%-97.5%)") in out.out
+            "survival@5 0.0% (95% CI 0.0%-97.5%)") in out.out
+    assert "invariants held n/a" in out.out  # nothing was played, so nothing held
     assert "narrator error" in out.err
 
 
