@@ -174,18 +174,25 @@ class _SpecItem(pytest.Item):
         self._properties(self.result)
         if self.result.error and self.result.error.kind != "narrator":
             from .report.text import headline
-            from .terminal import printable
 
             if self.ncp.settings.max_error_rate > 0:
                 pytest.skip(f"unknown outcome, counted against the error budget: {headline(self.result)}")
-            error = self.result.error
-            text = f"{headline(self.result)}\n\n{error.kind} error:\n{error.message}"
-            if self.result.trace:
-                text += f"\n\ntrace: {self.result.trace}" + (" (the traceback is in it; -vv shows it here)"
-                                                              if error.traceback else "")
-            if error.traceback and (self.config.option.verbose or 0) >= 2:
-                text += f"\n\n{error.traceback}"
-            raise EpisodeError(printable(text))
+            raise EpisodeError(self._error_text())
+
+    def _error_text(self) -> str:
+        """Headline, the error, the trace path; the traceback only with -vv (it is in the trace)."""
+        from .report.text import headline
+        from .terminal import printable
+
+        assert self.result is not None and self.result.error is not None
+        error = self.result.error
+        text = f"{headline(self.result)}\n\n{error.kind} error:\n{error.message}"
+        if self.result.trace:
+            text += f"\n\ntrace: {self.result.trace}" + (" (the traceback is in it; -vv shows it here)"
+                                                          if error.traceback else "")
+        if error.traceback and (self.config.option.verbose or 0) >= 2:
+            text += f"\n\n{error.traceback}"
+        return printable(text)
 
     def _properties(self, result: EpisodeResult) -> None:
         pass
@@ -218,8 +225,10 @@ class EpisodeItem(_SpecItem):
 
         assert self.result is not None
         self.add_report_section("call", "ncp transcript", transcript_text(self.result))
-        if self.result.termination.is_conflict or self.result.error:  # a narrator error here: its fault
+        if self.result.termination.is_conflict:
             self._fail(failure_text(self.result), headline(self.result))
+        if self.result.error:  # only a narrator error gets here (setup raised the others): the narrator's fault
+            self._fail(self._error_text(), headline(self.result))
 
 
 class CommitmentItem(_SpecItem):

@@ -69,7 +69,8 @@ def _error_block(lines: list[str], title: str) -> list[str]:
 
 def test_an_errored_episode_reads_in_a_few_lines_with_the_traceback_kept_in_the_trace(project):
     result = project.run(narrator="agent:Exploding")
-    block = _error_block(result.stdout.lines, "ERROR at setup of episode[caligari]")
+    # A narrator error is the narrator's failure (issue 10): a failed test, as short as any error.
+    block = _error_block(result.stdout.lines, "_ episode[caligari] _")
     assert len(block) < 40, "\n".join(block)
     text = "\n".join(block)
     assert "caligari: narrator error after turn 1: RuntimeError: narrator backend fell over" in text
@@ -77,13 +78,13 @@ def test_an_errored_episode_reads_in_a_few_lines_with_the_traceback_kept_in_the_
     assert "Traceback" not in text and "pluggy" not in text and "_pytest" not in text
     trace = next(line.split("trace: ", 1)[1].split(" (", 1)[0] for line in block if line.startswith("trace: "))
     assert "Traceback (most recent call last)" in open(trace, encoding="utf-8").read()
-    # The summary line names the error, not a class path.
-    result.stdout.fnmatch_lines(["ERROR specs/caligari.yaml::episode?caligari? - EpisodeError: caligari*"])
+    # The summary line names the failure, not a class path.
+    result.stdout.fnmatch_lines(["FAILED specs/caligari.yaml::episode?caligari? - caligari: narrator error*"])
 
 
 def test_very_verbose_shows_the_narrator_traceback(project):
     result = project.run("-vv", "-k", "episode", narrator="agent:Exploding")
-    block = "\n".join(_error_block(result.stdout.lines, "ERROR at setup of episode[caligari]"))
+    block = "\n".join(_error_block(result.stdout.lines, "_ episode[caligari] _"))
     assert "Traceback (most recent call last)" in block and "narrator backend fell over" in block
 
 

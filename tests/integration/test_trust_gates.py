@@ -44,12 +44,15 @@ def test_the_terminal_table_says_n_a_when_no_episode_reached_the_turn(project):
     out_dir = project.pytester.path / "out"
     result = project.run("-q", f"--ncp-report={out_dir}")
     assert result.ret == 0, result.stdout.str()
-    # A success survives throughout: measured at 20 although the story ended at turn 3.
-    result.stdout.fnmatch_lines(["*survival@20 [*]*100.0% (95% CI*", "*invariants held [*][*]*",
+    result.stdout.fnmatch_lines(["*survival@4 [*]*100.0% (95% CI*", "*invariants held [*][*]*",
                                  "*[*] Kaplan-Meier*log-log (Greenwood)*", "*[*][*] satisfied: achievements*"])
+    # A success survives throughout: measured at 20 although the story ended at turn 3.
+    assert json.loads((out_dir / "results.json").read_text())["metrics"]["survival_at_20"] == 1.0
     project.server.reset()
-    limited = project.run("-q", f"--ncp-report={out_dir}", max_turns=3)
-    limited.stdout.fnmatch_lines(["*survival@20 [*]*n/a (0 of 1 reached turn 20)*"])
+    limited = project.run("-q", f"--ncp-report={out_dir}", "--ncp-min-survival=0.5@20", max_turns=3)
+    assert limited.ret == 1
+    limited.stdout.fnmatch_lines(["*survival@20 [*]*n/a (0 of 1 reached turn 20)*",
+                                  "ncp survival gate FAILED: cannot decide: survival@20 is n/a (0 of 1 reached turn 20)*"])
     data = json.loads((out_dir / "results.json").read_text())
     assert data["metrics"]["survival_at_20"] is None
     assert data["metrics"]["survival_point"]["text"] == "n/a (0 of 1 reached turn 20)"
