@@ -27,6 +27,7 @@ from typing import Any, Mapping, Sequence
 
 from .config import episode_name
 from .metrics import MIN_OBSERVED_SHARE, CONFLICT_KINDS, compute_metrics, failure_turn, is_unknown, pearson
+from .metrics import survival_at
 from .metrics import survived_at as _survived_at
 from .traces import check_results
 
@@ -139,6 +140,8 @@ class Comparison:
     only_in_new: tuple[Key, ...] = ()
     achievements_checked: bool = False  # commitment kinds were known, so missed achievements count too
     notes: tuple[str, ...] = ()
+    base_survival: str = ""  # each run's own survival@turn, e.g. "n/a (0 of 100 reached turn 20)"
+    new_survival: str = ""
 
     @property
     def improvement(self) -> bool:
@@ -186,6 +189,8 @@ class Comparison:
                 f"  McNemar exact test: {self.b} pair(s) survived -> failed, {self.c} failed -> survived, "
                 f"{self.pairs - self.b - self.c} unchanged; two-sided {_p(self.p_value)}",
             ]
+        if not self.measurable and (self.base_survival or self.new_survival):
+            out.append(f"  survival@{t} of each run: base {self.base_survival}, new {self.new_survival}")
         out += _listing(f"newly failing episodes (survived turn {t} in base, conflict by turn {t} in new)",
                         [str(x) for x in self.newly_failing_specs])
         kinds = "" if self.achievements_checked else "; missed achievements not checked: spec files not found"
@@ -260,6 +265,8 @@ def compare_runs(base: Mapping[str, Any], new: Mapping[str, Any], *, turn: int =
         only_in_new=tuple(sorted(new_eps.keys() - base_eps.keys())),
         achievements_checked=kinds is not None and all(k[0] in kinds for k in judged),
         notes=tuple(_notes(base, new, turn)),
+        base_survival=survival_at(list(base_eps.values()), turn).text(),
+        new_survival=survival_at(list(new_eps.values()), turn).text(),
     )
 
 

@@ -174,3 +174,12 @@ def test_compare_refuses_when_too_few_pairs_were_observed_to_the_turn():
     assert not result.measurable and not result.regression and result.verdict() == "NOTHING TO COMPARE"
     assert len(result.unobserved) == 10
     assert compare_runs(base, new, turn=14).measurable
+
+
+def test_compare_names_each_runs_unmeasured_survival():
+    from pytest_ncp.compare import compare_runs
+
+    run = {"version": 1, "config": {"max_turns": 20},
+           "episodes": [ep("script_exhausted", 14, spec=f"s{i}") for i in range(4)]}
+    text = "\n".join(compare_runs(run, run, turn=20).lines())
+    assert "survival@20 of each run: base n/a (0 of 4 reached turn 20), new n/a (0 of 4 reached turn 20)" in text
