@@ -142,6 +142,7 @@ class Comparison:
     notes: tuple[str, ...] = ()
     base_survival: str = ""  # each run's own survival@turn, e.g. "n/a (0 of 100 reached turn 20)"
     new_survival: str = ""
+    runs_measurable: bool = True  # each run's own survival@turn is measurable (metrics.SurvivalPoint)
 
     @property
     def improvement(self) -> bool:
@@ -149,8 +150,11 @@ class Comparison:
 
     @property
     def measurable(self) -> bool:
-        """survival@turn is comparable: some pairs, and at least half of them observed to ``turn``."""
-        return self.pairs > 0 and self.pairs >= MIN_OBSERVED_SHARE * (self.pairs + len(self.unobserved))
+        """survival@turn is comparable: each run's own survival@turn is measurable, and at least half of the
+        pairs were observed to ``turn`` on both sides. (Pairs observed only because both failed early would
+        otherwise make "0% vs 0%, unchanged" out of runs that never reached the turn.)"""
+        return (self.runs_measurable and self.pairs > 0
+                and self.pairs >= MIN_OBSERVED_SHARE * (self.pairs + len(self.unobserved)))
 
     def verdict(self) -> str:
         if not self.measurable:
@@ -165,9 +169,9 @@ class Comparison:
         """The comparison as text: a headline, the numbers, then what flipped, what was left out."""
         t = self.turn
         if self.pairs and not self.measurable:
-            out = [f"ncp compare: NOTHING TO COMPARE: survival@{t} is n/a: only {self.pairs} of "
-                   f"{self.pairs + len(self.unobserved)} pair(s) were observed to turn {t} on both sides "
-                   f"(compare an earlier --turn)"]
+            out = [f"ncp compare: NOTHING TO COMPARE: survival@{t} is n/a: too few episodes were observed to turn "
+                   f"{t} ({self.pairs} of {self.pairs + len(self.unobserved)} pair(s) on both sides; compare an "
+                   "earlier --turn)"]
         elif self.pairs == 0:
             head = (f"ncp compare: NOTHING TO COMPARE: no pair of episodes has a known outcome at turn {t} on both "
                     f"sides ({len(self.errored)} pair(s) with an unknown outcome, {len(self.unobserved)} not observed "
@@ -252,6 +256,7 @@ def compare_runs(base: Mapping[str, Any], new: Mapping[str, Any], *, turn: int =
             c += 1
         commitments += _commitment_regressions(key, e0, e1, (kinds or {}).get(key[0]))
     n = len(judged)
+    base_point, new_point = survival_at(list(base_eps.values()), turn), survival_at(list(new_eps.values()), turn)
     base_rate = base_survived / n if n else 0.0
     new_rate = new_survived / n if n else 0.0
     p = mcnemar_exact(b, c)
@@ -259,14 +264,15 @@ def compare_runs(base: Mapping[str, Any], new: Mapping[str, Any], *, turn: int =
     return Comparison(
         pairs=n, b=b, c=c, p_value=p, base_rate=base_rate, new_rate=new_rate, diff=new_rate - base_rate,
         ci=ci, newly_failing_specs=tuple(newly_failing), newly_failing_commitments=tuple(commitments),
-        regression=bool(n) and p < alpha and new_rate < base_rate, turn=turn, alpha=alpha,
+        regression=bool(n) and base_point.measurable and new_point.measurable and p < alpha
+        and new_rate < base_rate, turn=turn, alpha=alpha,
         resamples=resamples, seed=seed, errored=errored, unobserved=unobserved,
         only_in_base=tuple(sorted(base_eps.keys() - new_eps.keys())),
         only_in_new=tuple(sorted(new_eps.keys() - base_eps.keys())),
         achievements_checked=kinds is not None and all(k[0] in kinds for k in judged),
         notes=tuple(_notes(base, new, turn)),
-        base_survival=survival_at(list(base_eps.values()), turn).text(),
-        new_survival=survival_at(list(new_eps.values()), turn).text(),
+        base_survival=base_point.text(), new_survival=new_point.text(),
+        runs_measurable=base_point.measurable and new_point.measurable,
     )
 
 

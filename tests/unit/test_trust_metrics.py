@@ -183,3 +183,16 @@ def test_compare_names_each_runs_unmeasured_survival():
            "episodes": [ep("script_exhausted", 14, spec=f"s{i}") for i in range(4)]}
     text = "\n".join(compare_runs(run, run, turn=20).lines())
     assert "survival@20 of each run: base n/a (0 of 4 reached turn 20), new n/a (0 of 4 reached turn 20)" in text
+
+
+def test_compare_does_not_call_early_failures_alone_a_comparison_at_a_later_turn():
+    from pytest_ncp.compare import compare_runs
+
+    # 69 pairs failed early on both sides, 31 scripts ended at turn 14: nothing is known about turn 20,
+    # although most pairs are "observed" (as failures); "0% vs 0%, unchanged" would be a fiction.
+    episodes = ([ep("conflict:fact", 5, spec=f"c{i}") for i in range(69)]
+                + [ep("script_exhausted", 14, spec=f"s{i}") for i in range(31)])
+    run = {"version": 1, "config": {"max_turns": 20}, "episodes": episodes}
+    result = compare_runs(run, run, turn=20)
+    assert result.pairs == 69 and not result.measurable and result.verdict() == "NOTHING TO COMPARE"
+    assert compare_runs(run, run, turn=10).measurable
