@@ -37,10 +37,12 @@ def test_a_world_rule_conflict_is_verified_and_ends_the_episode(play, caligari, 
 def test_held_world_rules_are_reported_like_other_invariants(play, caligari):
     result = play(caligari, RESPONSES, max_turns=2)
     assert result.termination is Termination.TURN_LIMIT
+    # Invariants are held (never violated), not "satisfied" by the episode ending (issue 10).
     assert {cid: result.commitment_states[cid] for cid in ("W1", "W2", "W3", "C1")} == dict.fromkeys(
-        ("W1", "W2", "W3", "C1"), "SATISFIED")
-    # The satisfied share stays over the spec's own six commitments (its two invariants held).
-    assert result.satisfied == 2 / 6
+        ("W1", "W2", "W3", "C1"), "PENDING")
+    assert result.held == 1.0  # the spec's two invariants and the three world rules
+    # The satisfied share stays over the spec's own achievements and orderings (none met in two turns).
+    assert result.satisfied == 0.0
 
 
 def test_a_dropped_world_rule_is_an_unknown_id_and_fails_closed(play, ncp_model_server):

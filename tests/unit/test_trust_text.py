@@ -51,7 +51,7 @@ class Ctx:
     response = "The fair is loud tonight."
     facts = ()
     player_input = "I listen."
-    spec = type("Spec", (), {"commitments": ()})()
+    spec = type("Spec", (), {"commitments": (), "all_commitments": ()})()
 
 
 @pytest.mark.parametrize("value", ["no", "yes", 0, 1, "off", "false", None])
