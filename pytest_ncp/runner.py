@@ -202,10 +202,7 @@ class Runner:
         jobs = [one(s, r) for s, r in self.jobs(specs)]
         self.progress.total += len(jobs)
         done = list(await asyncio.gather(*jobs))
-        if self.out_dir is not None and self.write_results:
-            # Also after a resume that ran nothing: results.json then carries this run's configuration.
-            write_results(self.out_dir, self.config.to_dict(), list(self.results.values()),
-                          survival_turn=self.config.survival_turn)
+        self.save()  # also after a resume that ran nothing: results.json then carries this run's configuration
         return done
 
     def jobs(self, specs: Sequence[NarrativeSpec]) -> list[tuple[NarrativeSpec, int]]:

@@ -94,7 +94,7 @@ def merge_runs(sources: Sequence[str | Path], out: str | Path, *, allow_missing:
         diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
         if set(diff) - PLACES:
             raise MergeError(f"{file} and {first_file} were run with different configurations "
-                             f"(differing: {', '.join(k for k in diff if k not in PLACES)}); "
+                             f"(differing: {', '.join(k for k in diff if k not in PLACES and k != 'fingerprint')}); "
                              "merge only shards of one run")
         if "api_base" in diff and "api_base differs" not in " ".join(notes):
             notes.append("api_base differs between shards (each machine had its own endpoint); "

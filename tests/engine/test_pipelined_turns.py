@@ -37,9 +37,10 @@ class Memory(MemoryNarrator):
 
 
 SCENARIOS = {
-    "conflict": dict(rules=[dict(step="conflict_check", contains="TURN 3.", reply=conflict("Scene 3"))], turns=6),
+    "conflict": dict(rules=[dict(step="conflict_check", contains="TURN 3.", reply=conflict("Scene 3: the lamps burn low"))], turns=6),
     "success": dict(rules=[dict(step="commitment_check", contains="TURN 2.", reply={"satisfied": [
-        {"commitment_id": "C5", "evidence": "asylum"}, {"commitment_id": "C6", "evidence": "restrained"}]})],
+        {"commitment_id": "C5", "evidence": "the lamps burn low"},
+        {"commitment_id": "C6", "evidence": "burn low over Holstenwall"}]})],
         turns=6),
     "error": dict(rules=[dict(step="fact_update", contains="TURN 2.", reply="this is not JSON")], turns=6),
     "narrator-error": dict(rules=[dict(role="narrator", regex=r"turn 3\.", status=400)], turns=6),
@@ -151,7 +152,7 @@ def test_only_speculation_safe_narrators_are_called_ahead(ncp_model_server, tmp_
     def go(pipeline, out):
         built.clear()
         ncp_model_server.reset()
-        ncp_model_server.add(step="conflict_check", contains="TURN 3.", reply=conflict("Alan laughs"))
+        ncp_model_server.add(step="conflict_check", contains="TURN 3.", reply=conflict("Alan laughs at the door"))
         config = RunConfig(narrator="unused:X", auditor_model="openai/auditor", api_base=ncp_model_server.base_url,
                            max_turns=6, pipeline=pipeline)
         runner = Runner(config, out_dir=out, narrator_factory=factory,
