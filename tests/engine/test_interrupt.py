@@ -9,11 +9,11 @@ import subprocess
 import sys
 import time
 
-from tests.conftest import ROOT, SPECS
+from tests.conftest import ROOT, FIXTURES, SPECS
 
 
 def twin_specs(tmp_path, n):
-    text = (SPECS / "caligari.yaml").read_text()
+    text = (FIXTURES / "caligari.yaml").read_text()
     folder = tmp_path / "specs"
     folder.mkdir()
     for i in range(n):

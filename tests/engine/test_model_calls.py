@@ -74,9 +74,9 @@ class Exploding(ListNarrator):
 def test_narrator_exception_is_an_error_with_traceback_and_other_episodes_go_on(ncp_model_server, tmp_path):
     from pytest_ncp.runner import RunConfig, Runner
     from pytest_ncp.spec import parse_spec
-    from tests.conftest import SPECS
+    from tests.conftest import FIXTURES
 
-    caligari = (SPECS / "caligari.yaml").read_text()
+    caligari = (FIXTURES / "caligari.yaml").read_text()
     other = parse_spec(caligari.replace("id: caligari\n", "id: caligari-twin\n", 1), "twin.yaml")
     first = parse_spec(caligari, "caligari.yaml")
     config = RunConfig(narrator="unused:X", auditor_model="openai/a", api_base=ncp_model_server.base_url,

@@ -17,7 +17,7 @@ from pytest_ncp.metrics import wilson
 from pytest_ncp.review import dispute_line, dispute_rates, load_reviews, walk
 from pytest_ncp.runner import Runner
 from pytest_ncp.spec import load_spec
-from tests.conftest import ROOT, SPECS
+from tests.conftest import ROOT, FIXTURES, SPECS
 
 NARRATION = "Alan laughs at the door, alive and well."
 

@@ -21,7 +21,7 @@ from pytest_ncp.report.html import find_quote, highlight, render_html, survival_
 from pytest_ncp.report.runs import load_runs
 from pytest_ncp.runner import Runner
 from pytest_ncp.spec import load_spec
-from tests.conftest import SPECS, ListNarrator
+from tests.conftest import FIXTURES, SPECS, ListNarrator
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = '"><img src=x onerror=alert(1)>'
@@ -86,7 +86,7 @@ def evil_run(tmp_path, ncp_model_server) -> Path:
     s.add(step="trajectory_update", contains="TURN 1.", reply={
         "trigger_event_occurred": True, "key_delta_occurred": True, "evidence": f"The fair is loud. {SCRIPT}"})
 
-    spec = load_spec(SPECS / "caligari.yaml")
+    spec = load_spec(FIXTURES / "caligari.yaml")
     out = tmp_path / "run"
     client = ModelClient(api_base=s.base_url, backoff=0.01, max_backoff=0.05)
     runner = Runner(RunConfig(narrator="tests:Evil" + IMG, narrator_model="openai/n", max_turns=5),

@@ -13,13 +13,13 @@ from pytest_ncp.llm import AdaptiveLimiter, ModelClient
 from pytest_ncp.players import ScriptedPlayer
 from pytest_ncp.runner import Runner
 from pytest_ncp.spec import parse_spec
-from tests.conftest import SPECS, ListNarrator
+from tests.conftest import FIXTURES, SPECS, ListNarrator
 
 SECRET = "sk-proj-SECRETSECRET0123456789"
 
 
 def twins(n):
-    text = (SPECS / "caligari.yaml").read_text()
+    text = (FIXTURES / "caligari.yaml").read_text()
     return [parse_spec(text.replace("id: caligari\n", f"id: story-{i}\n", 1)
                        .replace("title: The Cabinet of Dr. Caligari", f"title: Story {i}", 1), f"story-{i}.yaml")
             for i in range(n)]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pytest_ncp.catalog import catalog_markdown
 from pytest_ncp.spec import GENRES, load_specs, parse_spec
-from tests.conftest import SPECS
+from tests.conftest import FIXTURES, SPECS
 
-GOOD = (SPECS / "caligari.yaml").read_text()
+GOOD = (FIXTURES / "caligari.yaml").read_text()
 
 
 def test_committed_catalog_matches_the_specs():
@@ -18,10 +18,10 @@ def test_committed_catalog_matches_the_specs():
 
 
 def test_catalog_rows_and_genre_table():
-    spec = parse_spec(GOOD, str(SPECS / "caligari.yaml"))
+    spec = parse_spec(GOOD, str(FIXTURES / "caligari.yaml"))
     other = parse_spec(GOOD.replace("id: caligari\n", "id: b-side\n", 1).replace("[Horror, Mystery]", "[Mystery, Comedy]")
                        .replace("title: The Cabinet of Dr. Caligari", "title: Pipes | and | Bars"), "b.yaml")
-    page = catalog_markdown([spec, other], base=SPECS)
+    page = catalog_markdown([spec, other], base=FIXTURES)
     lines = page.splitlines()
     assert "| Horror | 1 | 0 | 1 |" in lines and "| Mystery | 1 | 1 | 2 |" in lines and "| Comedy | 0 | 1 | 1 |" in lines
     assert "| **all** | 2 | 2 | 4 |" in lines
@@ -29,7 +29,7 @@ def test_catalog_rows_and_genre_table():
     assert len(genre_rows) == len(GENRES)
     row = next(line for line in lines if line.startswith("| [caligari]"))
     assert row == ("| [caligari](caligari.yaml) | The Cabinet of Dr. Caligari | 1920 | film | Horror / Mystery | Francis "
-                   "| 9 | 6 (2/2/2) | 8 | 12 |")
+                   "| 9 | 6 (2/2/2) | 8 | 24 |")
     # Rows are sorted by id; a pipe in a title is escaped so the table keeps its columns.
     assert lines.index(next(line for line in lines if "b-side" in line)) < lines.index(row)
     assert "Pipes \\| and \\| Bars" in page

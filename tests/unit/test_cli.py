@@ -7,17 +7,17 @@ import sys
 import pytest
 
 from pytest_ncp.cli import main
-from tests.conftest import ROOT, SPECS
+from tests.conftest import ROOT, FIXTURES, SPECS
 
 
 def test_validate_ok(capsys):
-    assert main(["validate", str(SPECS / "caligari.yaml")]) == 0
+    assert main(["validate", str(FIXTURES / "caligari.yaml")]) == 0
     assert "1 spec(s) valid, 0 with problems" in capsys.readouterr().out
 
 
 def test_validate_reports_file_line_field_and_exits_1(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
-    bad.write_text((SPECS / "caligari.yaml").read_text().replace("kind: ordering", "kind: sequence", 1))
+    bad.write_text((FIXTURES / "caligari.yaml").read_text().replace("kind: ordering", "kind: sequence", 1))
     assert main(["validate", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert f"{bad}:" in out and "commitments[2].kind: got 'sequence'" in out
@@ -34,7 +34,7 @@ def test_schema_is_json(capsys):
 
 
 def test_run_rejects_bad_options(capsys):
-    assert main(["run", "--narrator", "nope", "--specs", str(SPECS / "caligari.yaml")]) == 2
+    assert main(["run", "--narrator", "nope", "--specs", str(FIXTURES / "caligari.yaml")]) == 2
     assert "module:Attr" in capsys.readouterr().err
     assert main(["run", "--narrator", "x:Y", "--player", "natural", "--specs", str(SPECS)]) == 2
     assert "needs a model" in capsys.readouterr().err
@@ -43,7 +43,7 @@ def test_run_rejects_bad_options(capsys):
 
 def test_demo_runs_offline_and_writes_results(tmp_path):
     out = tmp_path / "demo"
-    proc = subprocess.run([sys.executable, "-m", "pytest_ncp.cli", "demo", "--specs", str(SPECS / "caligari.yaml"),
+    proc = subprocess.run([sys.executable, "-m", "pytest_ncp.cli", "demo", "--specs", str(FIXTURES / "caligari.yaml"),
                            "--max-turns", "6", "--out", str(out)], capture_output=True, text=True, cwd=ROOT,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -8,9 +8,9 @@ import textwrap
 import pytest
 
 from pytest_ncp.spec import GENRES, SpecError, load_spec, load_specs, parse_spec, spec_json_schema
-from tests.conftest import SPECS
+from tests.conftest import FIXTURES, SPECS
 
-GOOD = (SPECS / "caligari.yaml").read_text()
+GOOD = (FIXTURES / "caligari.yaml").read_text()
 
 
 def problems(text: str) -> list[str]:
@@ -20,9 +20,9 @@ def problems(text: str) -> list[str]:
 
 
 def test_bundled_spec_loads_with_locations():
-    spec = load_spec(SPECS / "caligari.yaml")
+    spec = load_spec(FIXTURES / "caligari.yaml")
     assert spec.id == "caligari" and len(spec.genres) == 2 and spec.achievements
-    assert spec.location("commitments", 2, "before") == f"{SPECS / 'caligari.yaml'}:{GOOD.splitlines().index('    before: prophecy') + 1}"
+    assert spec.location("commitments", 2, "before") == f"{FIXTURES / 'caligari.yaml'}:{GOOD.splitlines().index('    before: prophecy') + 1}"
 
 
 def test_yaml_syntax_error_names_the_line():
@@ -32,7 +32,8 @@ def test_yaml_syntax_error_names_the_line():
 
 def test_missing_required_field():
     text = GOOD.replace("title: The Cabinet of Dr. Caligari\n", "")
-    assert "s.yaml:1: title: required field is missing" in problems(text)
+    first = next(i for i, line in enumerate(text.splitlines(), 1) if not line.startswith("#"))
+    assert f"s.yaml:{first}: title: required field is missing" in problems(text)
 
 
 def test_unknown_commitment_kind_names_line_and_choices():
