@@ -171,6 +171,8 @@ class TurnAudit:
     calls: list[Completion] = field(default_factory=list)
     # step -> why it gave no valid answer, on a turn whose confirmed conflict stands regardless
     step_errors: dict[str, str] = field(default_factory=dict)
+    # Answers that failed parsing or verification (each later retried): {step, answer, problems, ...}.
+    rejected_answers: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def confirmed(self) -> list[ConfirmedConflict]:
@@ -194,7 +196,13 @@ class TurnAudit:
 
 
 class AuditorError(Exception):
-    """The auditor could not produce a valid verdict: an infrastructure error, not a narrator failure."""
+    """The auditor could not produce a valid verdict: an infrastructure error, not a narrator failure.
+
+    ``audit`` (set by ``LLMAuditor.audit``) is the turn's partial audit: its calls and every rejected
+    answer, so the trace of the errored turn shows what the auditor said and why it was refused.
+    """
+
+    audit: TurnAudit | None = None
 
     def __init__(self, step: str, problems: Sequence[str], answers: Sequence[str] = ()):
         self.step, self.problems, self.answers = step, list(problems), list(answers)
@@ -221,6 +229,14 @@ class LLMAuditor:
 
     async def audit(self, ctx: TurnContext) -> TurnAudit:
         audit = TurnAudit(turn=ctx.turn)
+        try:
+            return await self._audit(ctx, audit)
+        except Exception as exc:
+            # The episode records the partial audit (rejected answers, calls) of an errored turn.
+            exc.audit = audit  # type: ignore[attr-defined]
+            raise
+
+    async def _audit(self, ctx: TurnContext, audit: TurnAudit) -> TurnAudit:
         pending = [c for c in ctx.spec.commitments if ctx.commitment_states.get(c.id) == "PENDING"
                    and c.kind != "invariant"]
         node = ctx.spec.trajectory[ctx.node_index] if ctx.node_index < len(ctx.spec.trajectory) else None
@@ -290,6 +306,12 @@ class LLMAuditor:
             parsed, problems = parse_answer(step, completion.text, ctx)
             if parsed is not None:
                 return parsed
+            if completion.truncated:
+                problems = [*problems, f"the answer was cut at max_tokens={completion.max_tokens} "
+                                       "(finish_reason=length); raise the auditor's limit (--max-tokens auditor=N)"]
+            audit.rejected_answers.append({"step": step, "attempt": len(answers), "answer": completion.text,
+                                           "problems": list(problems), "finish_reason": completion.finish_reason,
+                                           "output_mode": completion.output_mode})
             # Retry with the problem spelled out: most invalid answers are near misses.
             messages = [*messages, {"role": "assistant", "content": completion.text},
                         {"role": "user", "content": "That answer is invalid: " + "; ".join(problems)
@@ -317,6 +339,15 @@ def _value(result: Any) -> Any:
 
 def parse_answer(step: str, text: str, ctx: TurnContext) -> tuple[Any | None, list[str]]:
     """Parse and verify one answer. Returns (verdict, []) or (None, problems)."""
+    answer, problems = decode_answer(step, text)
+    if answer is None:
+        return None, problems
+    problems = _verify(step, answer, ctx)
+    return (None, problems) if problems else (answer, [])
+
+
+def decode_answer(step: str, text: str) -> tuple[Any | None, list[str]]:
+    """The strict half of parsing (JSON, then the step's typed model), the same for every output mode."""
     try:
         data = json.loads(strip_fences(text))
     except (json.JSONDecodeError, TypeError) as exc:
@@ -327,8 +358,7 @@ def parse_answer(step: str, text: str, ctx: TurnContext) -> tuple[Any | None, li
         answer = ANSWER_MODELS[step].model_validate(data, strict=True)
     except ValidationError as exc:
         return None, [f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in exc.errors()]
-    problems = _verify(step, answer, ctx)
-    return (None, problems) if problems else (answer, [])
+    return answer, []
 
 
 def _verify(step: str, answer: Any, ctx: TurnContext) -> list[str]:

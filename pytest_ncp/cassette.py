@@ -165,14 +165,15 @@ def _entry(key: str, normalised: dict[str, Any], c: Completion) -> dict[str, Any
     clean = json.loads(scrub(json.dumps(normalised, ensure_ascii=False)))
     return {"key": key, "request": clean,
             "response": {"text": c.text, "prompt_tokens": c.prompt_tokens,
-                         "completion_tokens": c.completion_tokens, "cost_usd": c.cost_usd}}
+                         "completion_tokens": c.completion_tokens, "cost_usd": c.cost_usd,
+                         "finish_reason": c.finish_reason}}
 
 
 def _completion(entry: dict[str, Any], request: dict[str, Any]) -> Completion:
     r = entry["response"]
     return Completion(text=r["text"], model=request["model"], role=request["role"], step=request.get("step"),
                       prompt_tokens=int(r.get("prompt_tokens", 0)), completion_tokens=int(r.get("completion_tokens", 0)),
-                      cost_usd=float(r.get("cost_usd", 0.0)))
+                      cost_usd=float(r.get("cost_usd", 0.0)), finish_reason=r.get("finish_reason"))
 
 
 # --- YAML that reads and diffs well: long text as literal blocks ----------------------------------

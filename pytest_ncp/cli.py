@@ -21,7 +21,8 @@ EXIT_ERROR_BUDGET = 6  # more episodes could not be judged than --max-error-rate
 # Further commands live in their own modules, each with ``register(subparsers)`` that adds its
 # sub-command (with ``set_defaults(func=...)``); keep their imports inside the command functions.
 COMMAND_MODULES: tuple[str, ...] = ("pytest_ncp.commands.lint", "pytest_ncp.commands.report", "pytest_ncp.commands.specs",
-                                      "pytest_ncp.commands.compare", "pytest_ncp.commands.merge")
+                                      "pytest_ncp.commands.compare", "pytest_ncp.commands.merge",
+                                      "pytest_ncp.commands.doctor")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -95,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--max-turns", type=_positive, default=100, help="turn limit per episode")
         p.add_argument("--repeats", type=_positive, default=1, help="episodes per spec (pass^k needs k >= 2)")
         p.add_argument("--concurrency", type=_positive, default=16, help="episodes and calls in flight")
-        p.add_argument("--timeout", type=float, default=120.0, help="seconds per model call")
+        model_call_options(p)
         p.add_argument("--survival-turn", type=_positive, default=None,
                        help="turn of the headline survival figure (default: 20, or --max-turns when lower)")
         p.add_argument("--min-survival", metavar="RATE[@TURN]",
@@ -137,6 +138,47 @@ def _parser() -> argparse.ArgumentParser:
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
     return parser
+
+
+def model_call_options(p: argparse.ArgumentParser, *, timeout: float = 120.0) -> None:
+    """Options that shape every model call (shared by run, demo, reaudit and doctor)."""
+    from .config import DEFAULT_MAX_TOKENS, OUTPUT_MODES, SYSTEM_PROMPT_MODES
+
+    p.add_argument("--timeout", type=_seconds, default=timeout,
+                   help=f"seconds per model request (default {timeout:g}); a call with its retries gets 2.5x that")
+    p.add_argument("--deadline", type=_seconds, default=None,
+                   help="seconds per model call including retries (default 2.5 x --timeout)")
+    p.add_argument("--concurrency-per-endpoint", type=_positive, default=None, metavar="N",
+                   help="model requests in flight per endpoint (default 4 per episode); 1 for llama.cpp-style "
+                        "servers that answer one request at a time")
+    p.add_argument("--max-tokens", action="append", default=None, metavar="ROLE=N",
+                   help="limit on generated tokens per call, repeatable; defaults: "
+                        + ", ".join(f"{r}={n}" for r, n in DEFAULT_MAX_TOKENS.items()))
+    p.add_argument("--structured-output", choices=OUTPUT_MODES, default="auto",
+                   help="how auditor answers are asked for (default auto: json_schema, then json_object, then "
+                        "prompt, chosen once per endpoint and model)")
+    p.add_argument("--system-prompt", choices=SYSTEM_PROMPT_MODES, default="keep",
+                   help="merge: fold system prompts into the first user message (chat templates that drop them)")
+
+
+def client_settings(args: argparse.Namespace) -> dict:
+    """The RunConfig fields of ``model_call_options``; ValueError for a bad --max-tokens."""
+    from .config import parse_max_tokens
+
+    return {"timeout": args.timeout, "deadline": args.deadline,
+            "concurrency_per_endpoint": args.concurrency_per_endpoint,
+            "max_tokens": parse_max_tokens(args.max_tokens), "structured_output": args.structured_output,
+            "system_prompt": args.system_prompt}
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return value
 
 
 def whole_number(minimum: int):  # noqa: ANN201 - an argparse type
@@ -240,14 +282,18 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
             gate = Gate.parse(args.min_survival)
         except ValueError as exc:
             return _usage(str(exc))
+    try:
+        call_settings = client_settings(args)
+    except ValueError as exc:
+        return _usage(str(exc))
     config = RunConfig(
         narrator=narrator or args.narrator, narrator_model=args.narrator_model, player=args.player,
         player_model=args.player_model, auditor_model=args.auditor_model or DEFAULT_AUDITOR_MODEL,
         api_base=api_base or args.api_base, max_turns=args.max_turns, repeats=args.repeats,
-        concurrency=args.concurrency, timeout=args.timeout,
+        concurrency=args.concurrency,
         survival_turn=args.survival_turn or min(20, args.max_turns),
         record_mode=args.record_mode, cassettes=args.cassettes, demo=demo, pipeline=not args.no_pipeline,
-        shard=args.shard,
+        shard=args.shard, **call_settings,
     )
     if args.resume and not args.out:
         return _usage("--resume needs --out DIR (the directory of the run to continue)")

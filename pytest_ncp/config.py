@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 PLAYER_KINDS: tuple[str, ...] = ("scripted", "adversarial", "natural")
@@ -11,6 +11,39 @@ DEFAULT_AUDITOR_MODEL = "openai/gpt-4o-mini"
 # (Endpoint, concurrency, timeouts and cassettes change how a run is served, not what it measures.)
 FINGERPRINT_FIELDS: tuple[str, ...] = ("narrator", "narrator_model", "player", "player_model", "auditor_model",
                                        "max_turns", "prompt_version")
+
+ROLES: tuple[str, ...] = ("narrator", "player", "auditor", "author")  # author: drafting specs
+# Every call is bounded: a model that never stops (a base model, a chat template that lost its stop
+# token) would otherwise generate until its context is full. Per role, overridable (--max-tokens ROLE=N).
+DEFAULT_MAX_TOKENS: dict[str, int] = {"narrator": 600, "player": 150, "auditor": 1024, "author": 4096}
+# How structured (auditor, spec-drafting) answers are asked for. ``auto`` tries the others in this
+# order, once per endpoint and model, moving on only when the server rejects the response format.
+OUTPUT_MODES: tuple[str, ...] = ("auto", "json_schema", "json_object", "prompt")
+# ``merge`` folds system prompts into the first user message, for chat templates that drop them.
+SYSTEM_PROMPT_MODES: tuple[str, ...] = ("keep", "merge")
+
+
+def parse_max_tokens(items: list[str] | tuple[str, ...] | str | None) -> dict[str, int]:
+    """``["narrator=300", "auditor=800,player=100"]`` -> ``{"narrator": 300, ...}``; ValueError says what is valid."""
+    if not items:
+        return {}
+    if isinstance(items, str):
+        items = [items]
+    limits: dict[str, int] = {}
+    for item in items:
+        for part in (p.strip() for p in str(item).replace(" ", ",").split(",")):
+            if not part:
+                continue
+            role, sep, number = part.partition("=")
+            if not sep or role not in ROLES:
+                raise ValueError(f"max tokens {part!r}: expected ROLE=N with ROLE one of {', '.join(ROLES)}")
+            try:
+                limits[role] = int(number)
+            except ValueError:
+                raise ValueError(f"max tokens {part!r}: N must be a whole number >= 1") from None
+            if limits[role] < 1:
+                raise ValueError(f"max tokens {part!r}: N must be a whole number >= 1")
+    return limits
 
 
 SCHEDULE_FIELDS: tuple[str, ...] = ("pipeline", "shard")
@@ -29,8 +62,13 @@ class RunConfig:
     max_turns: int = 100
     repeats: int = 1
     concurrency: int = 16
-    timeout: float = 120.0
+    timeout: float = 120.0           # seconds per model request
+    deadline: float | None = None    # seconds per model call with its retries (default 2.5 x timeout)
     max_retries: int = 4
+    concurrency_per_endpoint: int | None = None  # 1 for servers that answer one request at a time
+    max_tokens: dict[str, int] = field(default_factory=dict)  # role -> limit over DEFAULT_MAX_TOKENS
+    structured_output: str = "auto"  # one of OUTPUT_MODES
+    system_prompt: str = "keep"      # one of SYSTEM_PROMPT_MODES
     survival_turn: int = 20
     record_mode: str | None = None  # none | once | new_episodes | all; None: cassettes off
     cassettes: str | None = None    # directory of cassettes
@@ -64,7 +102,27 @@ class RunConfig:
         for name in ("max_turns", "repeats", "concurrency"):
             if int(getattr(self, name)) < 1:
                 problems.append(f"{name} must be at least 1 (got {getattr(self, name)})")
+        if self.concurrency_per_endpoint is not None and self.concurrency_per_endpoint < 1:
+            problems.append(f"concurrency per endpoint must be at least 1 (got {self.concurrency_per_endpoint})")
+        if not self.timeout > 0:
+            problems.append(f"timeout must be more than 0 seconds (got {self.timeout})")
+        if self.deadline is not None and self.deadline < self.timeout:
+            problems.append(f"deadline ({self.deadline}s) must be at least the timeout ({self.timeout}s)")
+        if self.structured_output not in OUTPUT_MODES:
+            problems.append(f"unknown structured-output mode {self.structured_output!r}; valid: {', '.join(OUTPUT_MODES)}")
+        if self.system_prompt not in SYSTEM_PROMPT_MODES:
+            problems.append(f"unknown system-prompt mode {self.system_prompt!r}; valid: {', '.join(SYSTEM_PROMPT_MODES)}")
+        bad = [r for r in self.max_tokens if r not in ROLES]
+        if bad:
+            problems.append(f"max tokens for unknown role(s) {', '.join(bad)}; valid: {', '.join(ROLES)}")
         return problems
+
+    def client_options(self) -> dict[str, Any]:
+        """Keyword arguments of the run's ``ModelClient``."""
+        return {"api_base": self.api_base, "timeout": self.timeout, "deadline": self.deadline,
+                "max_retries": self.max_retries, "concurrency": self.concurrency,
+                "concurrency_per_endpoint": self.concurrency_per_endpoint, "max_tokens": dict(self.max_tokens),
+                "structured_output": self.structured_output, "system_prompt": self.system_prompt}
 
     def to_dict(self) -> dict[str, Any]:
         from .llm import scrub
@@ -77,6 +135,7 @@ class RunConfig:
         data["prompt_version"] = PROMPT_VERSION
         data["models"] = {"narrator": self.narrator_model, "player": self.player_model,
                           "auditor": self.auditor_model}
+        data["max_tokens"] = {**DEFAULT_MAX_TOKENS, **self.max_tokens}
         data["fingerprint"] = config_fingerprint(data)
         return data
 

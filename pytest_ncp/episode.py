@@ -71,9 +71,10 @@ class ErrorInfo:
     kind: str  # narrator | auditor | model | player
     message: str
     traceback: str | None = None
+    turn: int | None = None  # the turn being played when it happened
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "message": self.message, "traceback": self.traceback}
+        return {"kind": self.kind, "message": self.message, "traceback": self.traceback, "turn": self.turn}
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,7 @@ class EpisodeResult:
             "tokens": self.usage.tokens, "cost_usd": round(self.usage.cost_usd, 8), "trace": self.trace,
             "speculative": {"calls": self.speculative.calls, "tokens": self.speculative.tokens,
                             "cost_usd": round(self.speculative.cost_usd, 8)},
+            "truncated_calls": len(self.usage.truncated), "structured_output": dict(self.usage.output_modes),
         }
 
 
@@ -221,8 +223,9 @@ class TraceWriter:
 
 
 class _EpisodeError(Exception):
-    def __init__(self, info: ErrorInfo):
-        self.info = info
+    def __init__(self, info: ErrorInfo, audit: TurnAudit | None = None):
+        self.info, self.audit = info, audit
+        self.player_input: str | None = None  # set when the turn's player had spoken
 
 
 @dataclass
@@ -251,6 +254,10 @@ class Episode:
     config: dict[str, Any] = field(default_factory=dict)
     on_turn: Callable[[], None] | None = None  # after each audited turn (progress displays)
     pipeline: bool = True  # play turn t+1 while turn t is audited (see _loop); False: the sequential reference
+    # The turn being audited or played (number, player input, narrator response): what an errored
+    # turn's trace shows; and where the current turn's share of the truncated calls starts.
+    _playing: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
+    _truncated_mark: int = field(default=0, init=False, repr=False)
 
     async def run(self) -> EpisodeResult:
         usage = Usage()
@@ -269,13 +276,17 @@ class Episode:
                             max_turns=self.max_turns, spec_fingerprint=self.spec.fingerprint,
                             prompt_version=PROMPT_VERSION, config=self.config,
                             ledger=result.ledger.to_list())
+            errored: _EpisodeError | None = None
             try:
                 result.termination = await self._loop(result, trace)
             except _EpisodeError as exc:
-                result.termination, result.error = Termination.ERROR, exc.info
+                errored = exc
+                result.termination = Termination.ERROR
+                result.error = ErrorInfo(exc.info.kind, exc.info.message, exc.info.traceback,
+                                         turn=self._playing.get("turn", result.turns))
             if trace:
                 if result.error:
-                    trace.write("error", turn=result.turns, **result.error.to_dict())
+                    trace.write("error", **self._error_evidence(result, errored))
                 trace.write("end", **{k: v for k, v in result.to_dict().items() if k != "trace"})
             return result
         finally:
@@ -283,6 +294,24 @@ class Episode:
             current_episode.reset(episode_token)
             if trace:
                 trace.close()
+
+    def _error_evidence(self, result: EpisodeResult, errored: _EpisodeError | None) -> dict[str, Any]:
+        """The trace record of an errored turn: where it happened and everything said in it."""
+        assert result.error is not None
+        audit = errored.audit if errored else None
+        return {
+            **result.error.to_dict(),
+            "turn": self._playing.get("turn", result.turns),
+            "player_input": self._playing.get("player_input") or getattr(errored, "player_input", None),
+            "response": self._playing.get("response"),
+            "rejected_answers": list(audit.rejected_answers) if audit else [],
+            "auditor_calls": [_call_record(c) for c in audit.calls] if audit else [],
+            "truncated_calls": result.usage.truncated[self._truncated_mark:],
+            "last_completed_turn": result.turns,
+        }
+
+    def _mark(self, turn: int, player_input: str | None = None, response: str | None = None) -> None:
+        self._playing = {"turn": turn, "player_input": player_input, "response": response}
 
     async def _loop(self, result: EpisodeResult, trace: TraceWriter | None) -> Termination:
         """Play, audit and apply turns until one ends the episode.
@@ -295,6 +324,7 @@ class Episode:
         whose answer is dropped, is harmless; any other narrator is called exactly as sequentially.
         """
         history: list[tuple[str, str]] = []
+        self._mark(0)
         await self._guard("narrator", self._reset)
         opening = await self._guard("narrator", self._opening, history)
         if opening is not None:
@@ -302,9 +332,11 @@ class Episode:
             played: tuple[str | None, str] | None = (None, str(opening))
             turn = 0
         else:
+            self._mark(1)
             played, turn = await self._play(1, tuple(history)), 1
         while played is not None:
             player_input, response = played
+            self._mark(turn, player_input, response)
             following = turn + 1
             ahead = self._speculate(following, (*history, (player_input or "", response))) \
                 if following <= self.max_turns else None
@@ -318,6 +350,7 @@ class Episode:
                 return end
             if following > self.max_turns:
                 return Termination.TURN_LIMIT
+            self._mark(following)
             played, turn = await self._resume(ahead, following, history), following
         return Termination.SCRIPT_EXHAUSTED
 
@@ -332,9 +365,13 @@ class Episode:
             player_input = str(said)
         if not narrate:
             return player_input, ""
-        response = await self._guard("narrator", call_maybe_async, self.narrator.respond,
-                                     player_input, self._context(turn, list(history)))
-        _check_response(response, "respond()")
+        try:
+            response = await self._guard("narrator", call_maybe_async, self.narrator.respond,
+                                         player_input, self._context(turn, list(history)))
+            _check_response(response, "respond()")
+        except _EpisodeError as exc:
+            exc.player_input = player_input  # the evidence of the errored turn, also when played ahead
+            raise
         return player_input, response
 
     def _speculate(self, turn: int, history: Sequence[tuple[str, str]]) -> _Ahead | None:
@@ -394,7 +431,10 @@ class Episode:
                 node_index=result.node_index, trigger_turn=result.trigger_turn,
                 commitments=dict(result.commitment_states), tokens=result.usage.tokens, cost_usd=round(result.usage.cost_usd, 8),
                 auditor_calls=[_call_record(c) for c in audit.calls],
+                rejected_answers=list(getattr(audit, "rejected_answers", [])),
+                truncated_calls=result.usage.truncated[self._truncated_mark:],
             )
+        self._truncated_mark = len(result.usage.truncated)
         if self.on_turn is not None:
             self.on_turn()
         return end
@@ -481,17 +521,37 @@ class Episode:
         return await call_maybe_async(opening, *args)
 
     async def _guard(self, kind: str, fn: Any, *args: Any) -> Any:
+        """Run one part of a turn; classify what it raises by where it happened.
+
+        ``model``: any endpoint failure, also inside a narrator or player that called the run's client
+        (the model is not the agent's code); ``auditor``: no usable auditor answer; ``narrator`` /
+        ``player``: their own code raised.
+        """
         try:
             return await call_maybe_async(fn, *args)
         except _EpisodeError:
             raise
-        except AuditorError as exc:
-            raise _EpisodeError(ErrorInfo("auditor", scrub(str(exc)), None)) from exc
-        except ModelError as exc:
-            raise _EpisodeError(ErrorInfo("model" if kind == "auditor" else kind, scrub(str(exc)), None)) from exc
         except Exception as exc:  # noqa: BLE001 - the agent under test may raise anything
+            audit = getattr(exc, "audit", None)
+            model_error = _model_error_in(exc)
+            if isinstance(exc, AuditorError):
+                raise _EpisodeError(ErrorInfo("auditor", scrub(str(exc)), None), audit) from exc
+            if model_error is not None:
+                raise _EpisodeError(ErrorInfo("model", scrub(str(model_error)), None), audit) from exc
             tb = scrub(format_traceback(exc))
-            raise _EpisodeError(ErrorInfo(kind, scrub(f"{type(exc).__name__}: {exc}"), tb)) from exc
+            raise _EpisodeError(ErrorInfo(kind, scrub(f"{type(exc).__name__}: {exc}"), tb), audit) from exc
+
+
+def _model_error_in(exc: BaseException) -> ModelError | None:
+    """The ModelError that caused ``exc``, also when a narrator wrapped it in its own exception."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ModelError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _check_response(response: Any, where: str) -> None:
@@ -518,7 +578,8 @@ def format_traceback(exc: BaseException) -> str:
 
 def _call_record(c: Completion) -> dict[str, Any]:
     return {"step": c.step, "model": c.model, "attempts": c.attempts, "prompt_tokens": c.prompt_tokens,
-            "completion_tokens": c.completion_tokens, "cost_usd": c.cost_usd, "latency_s": round(c.latency_s, 4)}
+            "completion_tokens": c.completion_tokens, "cost_usd": c.cost_usd, "latency_s": round(c.latency_s, 4),
+            "finish_reason": c.finish_reason, "output_mode": c.output_mode}
 
 
 def summarize(results: Sequence[EpisodeResult]) -> str:

@@ -11,24 +11,33 @@ import asyncio
 import contextvars
 import email.utils
 import math
+import json
 import os
 import random
 import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Literal
+from urllib.parse import urlsplit
+
+from .config import DEFAULT_MAX_TOKENS, OUTPUT_MODES, ROLES, SYSTEM_PROMPT_MODES  # noqa: F401 - re-exported
 
 Role = Literal["narrator", "player", "auditor", "author"]  # author: drafting specs
 
 ROLE_HEADER = "X-NCP-Role"  # lets a scripted test server (pytest_ncp.testing) answer per role
+STEP_HEADER = "X-NCP-Step"  # the auditor step, also when no json_schema names it (json_object / prompt modes)
 
 
 class ModelError(Exception):
     """A model call failed for infrastructure reasons (after retries). Never a narrator verdict."""
 
     def __init__(self, message: str, *, role: str | None = None, model: str | None = None,
-                 status: int | None = None, attempts: int = 1):
+                 status: int | None = None, attempts: int = 1, endpoint: str | None = None,
+                 rejects_format: bool = False):
         self.role, self.model, self.status, self.attempts = role, model, status, attempts
+        self.endpoint = endpoint
+        # The server refused the request because of its response_format (a deterministic rejection).
+        self.rejects_format = rejects_format
         super().__init__(scrub(message))
 
 
@@ -43,10 +52,17 @@ class Completion:
     cost_usd: float = 0.0
     attempts: int = 1
     latency_s: float = 0.0
+    finish_reason: str | None = None   # "length": the answer was cut by max_tokens
+    max_tokens: int | None = None
+    output_mode: str | None = None     # structured-output mode of the call (None: plain text)
 
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
 
 
 @dataclass
@@ -57,6 +73,8 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    truncated: list[dict[str, Any]] = field(default_factory=list)  # calls cut by max_tokens
+    output_modes: dict[str, str] = field(default_factory=dict)     # model -> structured-output mode used
 
     @property
     def tokens(self) -> int:
@@ -67,6 +85,11 @@ class Usage:
         self.prompt_tokens += c.prompt_tokens
         self.completion_tokens += c.completion_tokens
         self.cost_usd += c.cost_usd
+        if c.truncated:
+            self.truncated.append({"role": c.role, "step": c.step, "model": c.model, "max_tokens": c.max_tokens,
+                                   "completion_tokens": c.completion_tokens})
+        if c.output_mode:
+            self.output_modes[c.model] = c.output_mode
 
     def merge(self, other: Usage) -> None:
         self.calls += other.calls
@@ -122,13 +145,23 @@ class AdaptiveLimiter:
         self.max_limit = max(1, limit)
         self.limit = self.max_limit
         self.in_flight = 0
+        self.waiting = 0
         self._ok_streak = 0
         self._recover_after = recover_after
         self._cond = asyncio.Condition()
 
+    @property
+    def saturated(self) -> bool:
+        """Every slot taken or someone queued: the endpoint has no room for a retry right now."""
+        return self.in_flight >= self.limit or self.waiting > 0
+
     async def __aenter__(self) -> AdaptiveLimiter:
         async with self._cond:
-            await self._cond.wait_for(lambda: self.in_flight < self.limit)
+            self.waiting += 1
+            try:
+                await self._cond.wait_for(lambda: self.in_flight < self.limit)
+            finally:
+                self.waiting -= 1
             self.in_flight += 1
         return self
 
@@ -157,6 +190,7 @@ Transport = Callable[[dict[str, Any]], Awaitable[Completion]]
 CALLS_PER_EPISODE = 5  # in flight at once: four audit steps and the turn played ahead
 
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+_FORMAT_WORDS = ("response_format", "response format", "json_schema", "json_object")
 
 
 @dataclass
@@ -164,30 +198,67 @@ class ModelClient:
     """Async chat completions (lean path or litellm), shared by every episode of a run.
 
     ``api_base`` (``--api-base``) overrides litellm's own environment variables for every role.
-    ``transport`` replaces the model call (cassettes use it to record and replay).
+    ``transport`` replaces the model call (cassettes use it to record and replay); whatever the
+    transport, the request it gets is already shaped here: ``max_tokens``, the structured-output
+    mode's ``response_format`` (or schema in the prompt), merged system prompts and the timeout.
     ``lean``: ``openai/...`` models go through one pooled aiohttp session (``openai_compat``) instead
     of litellm, 0.2-0.6 ms of client CPU per call instead of 6-7 ms; other providers always use
     litellm. Set ``NCP_LEAN_CALLS=0`` to send everything through litellm.
+
+    ``timeout`` bounds one HTTP request; ``deadline`` (default 2.5 x timeout) bounds a call with all its
+    retries, counted from the moment it gets an endpoint slot. A timed-out request is retried at most
+    once, and not while other calls wait for the endpoint: a one-request-at-a-time server is most
+    likely still generating the abandoned answer. ``concurrency_per_endpoint`` sets the endpoint's
+    limiter (default: five calls per episode in flight).
     """
 
     api_base: str | None = None
     api_key: str | None = None
     timeout: float = 120.0
+    deadline: float | None = None
     max_retries: int = 4
     backoff: float = 0.5
     max_backoff: float = 30.0
     concurrency: int = 16
+    concurrency_per_endpoint: int | None = None
+    max_tokens: dict[str, int] = field(default_factory=dict)  # role -> limit, over DEFAULT_MAX_TOKENS
+    structured_output: str = "auto"
+    system_prompt: str = "keep"
     transport: Transport | None = None
     lean: bool = field(default_factory=lambda: os.environ.get("NCP_LEAN_CALLS", "1") != "0")
     usage: Usage = field(default_factory=Usage)
     _limiters: dict[str, AdaptiveLimiter] = field(default_factory=dict, repr=False)
     _lean_transport: Any = field(default=None, repr=False)
+    _modes: dict[str, str] = field(default_factory=dict, repr=False)          # endpoint|model -> mode
+    _mode_notes: dict[str, list[str]] = field(default_factory=dict, repr=False)  # why modes were skipped
+    _mode_locks: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.structured_output not in OUTPUT_MODES:
+            raise ValueError(f"unknown structured-output mode {self.structured_output!r}; "
+                             f"valid: {', '.join(OUTPUT_MODES)}")
+        if self.system_prompt not in SYSTEM_PROMPT_MODES:
+            raise ValueError(f"unknown system-prompt mode {self.system_prompt!r}; "
+                             f"valid: {', '.join(SYSTEM_PROMPT_MODES)}")
 
     @property
     def call_limit(self) -> int:
+        if self.concurrency_per_endpoint:
+            return self.concurrency_per_endpoint
         # Each episode has up to four audit calls in flight at once, plus the next turn's player or
         # narrator call played ahead of that audit (pipelining): five slots per episode.
         return self.concurrency * CALLS_PER_EPISODE
+
+    @property
+    def call_deadline(self) -> float:
+        return self.deadline if self.deadline is not None else self.timeout * 2.5
+
+    def max_tokens_for(self, role: str) -> int:
+        return int(self.max_tokens.get(role, DEFAULT_MAX_TOKENS.get(role, DEFAULT_MAX_TOKENS["narrator"])))
+
+    def endpoint(self, model: str) -> str:
+        """Where calls for ``model`` go, as ``host:port`` (never a path, query or credentials)."""
+        return endpoint_label(self.api_base, model)
 
     def limiter(self, model: str) -> AdaptiveLimiter:
         # One limiter per endpoint and event loop: asyncio primitives belong to the loop that made
@@ -196,6 +267,16 @@ class ModelClient:
         if key not in self._limiters:
             self._limiters[key] = AdaptiveLimiter(self.call_limit)
         return self._limiters[key]
+
+    def output_modes(self) -> dict[str, str]:
+        """The structured-output mode chosen per ``endpoint|model`` so far (what results.json records)."""
+        return dict(self._modes)
+
+    def mode_notes(self, model: str) -> list[str]:
+        return list(self._mode_notes.get(self._mode_key(model), []))
+
+    def _mode_key(self, model: str) -> str:
+        return f"{self.endpoint(model)}|{model}"
 
     async def complete(
         self,
@@ -207,35 +288,110 @@ class ModelClient:
         response_format: dict[str, Any] | None = None,
         temperature: float | None = None,
         repeat: int = 0,
+        max_tokens: int | None = None,
+        output_mode: str | None = None,
     ) -> Completion:
+        """One chat completion. ``response_format`` is the OpenAI json_schema form; how it is actually
+        asked for depends on the structured-output mode (``output_mode`` overrides the client's)."""
+        if self.system_prompt == "merge":
+            messages = merge_system_prompt(messages)
         request: dict[str, Any] = {"role": role, "model": model, "messages": messages, "step": step,
-                                   "response_format": response_format, "temperature": temperature,
-                                   "repeat": repeat}
+                                   "response_format": None, "temperature": temperature, "repeat": repeat,
+                                   "max_tokens": max_tokens if max_tokens is not None else self.max_tokens_for(role)}
+        if response_format is None:
+            return await self._call(request, None)
+        mode = output_mode or self.structured_output
+        if mode != "auto":
+            return await self._call(shape_structured(request, response_format, mode), mode)
+        key = self._mode_key(model)
+        known = self._modes.get(key)
+        if known is not None:
+            return await self._call(shape_structured(request, response_format, known), known)
+        # The first structured call per endpoint and model finds the mode; concurrent ones wait for it
+        # instead of each sending a request the server may refuse.
+        async with self._mode_lock(key):
+            known = self._modes.get(key)
+            if known is not None:
+                return await self._call(shape_structured(request, response_format, known), known)
+            for candidate in OUTPUT_MODES[1:]:
+                try:
+                    completion = await self._call(shape_structured(request, response_format, candidate), candidate)
+                except ModelError as exc:
+                    if not exc.rejects_format or candidate == OUTPUT_MODES[-1]:
+                        raise
+                    self._mode_notes.setdefault(key, []).append(f"{candidate} rejected: {brief_error(str(exc))}")
+                    continue
+                self._modes[key] = candidate
+                return completion
+        raise AssertionError("unreachable: the prompt mode sends no response_format to reject")
+
+    def _through_litellm(self, model: str) -> bool:
+        """Whether a call for ``model`` goes through litellm (directly or under a cassette)."""
+        if self.transport is not None and getattr(self.transport, "inner", None) != self.model_call:
+            return False
+        if self.lean:
+            from .openai_compat import handles
+
+            return not handles(model)
+        return True
+
+    def _mode_lock(self, key: str) -> asyncio.Lock:
+        loop_key = f"{key}@{id(asyncio.get_running_loop())}"
+        if loop_key not in self._mode_locks:
+            self._mode_locks[loop_key] = asyncio.Lock()
+        return self._mode_locks[loop_key]
+
+    async def _call(self, request: dict[str, Any], mode: str | None) -> Completion:
+        if self._through_litellm(request["model"]):
+            import_litellm()  # seconds on a cold start: never counted against a request's timeout
         call = self.transport or self.model_call
+        role, model = request["role"], request["model"]
+        where = self.endpoint(model)
         limiter = self.limiter(model)
-        attempt = 0
+        deadline_at: float | None = None
+        attempt = timeouts = 0
         while True:
             attempt += 1
             started = time.monotonic()
             try:
                 async with limiter:
-                    completion = await asyncio.wait_for(call(request), timeout=self.timeout + 5)
+                    now = time.monotonic()
+                    deadline_at = deadline_at or now + self.call_deadline
+                    per_try = max(0.1, min(self.timeout, deadline_at - now))
+                    request["timeout"] = per_try
+                    started = now
+                    completion = await asyncio.wait_for(call(request), timeout=per_try + 2)
             except Exception as exc:  # noqa: BLE001 - classified below, re-raised as ModelError
                 status, retry_after = _classify(exc)
+                timed_out = _timed_out(exc)
                 if status == 429:
                     limiter.throttled()
+                rejects_format = mode in ("json_schema", "json_object") and _names_format(exc, status)
                 retryable = (status in _RETRYABLE_STATUS or status is None and _is_transient(exc)) \
-                    and not _missing_key(exc)
+                    and not _missing_key(exc) and not rejects_format
+                delay = self._delay(attempt, retry_after)
+                why = ""
+                if timed_out:
+                    timeouts += 1
+                    if timeouts > 1:
+                        retryable, why = False, " (a timed-out request is retried once at most)"
+                    elif limiter.saturated:
+                        retryable, why = False, " (not retried: other calls are waiting for this endpoint)"
+                out_of_time = deadline_at is not None and time.monotonic() + delay >= deadline_at
+                if retryable and out_of_time and attempt <= self.max_retries:
+                    retryable, why = False, f" (call deadline of {self.call_deadline:g}s reached)"
                 if not retryable or attempt > self.max_retries:
                     raise ModelError(
-                        f"{role} call to {model} failed after {attempt} attempt(s): "
-                        f"{type(exc).__name__}: {exc}",
-                        role=role, model=model, status=status, attempts=attempt,
+                        f"{role} call to {model} failed after {attempt} attempt(s) at {where}{why}: "
+                        f"{_describe_failure(exc, where, request.get('timeout'))}",
+                        role=role, model=model, status=status, attempts=attempt, endpoint=where,
+                        rejects_format=rejects_format,
                     ) from None
-                await asyncio.sleep(self._delay(attempt, retry_after))
+                await asyncio.sleep(delay)
                 continue
             await limiter.succeeded()
-            completion = _replace(completion, attempts=attempt, latency_s=time.monotonic() - started)
+            completion = _replace(completion, attempts=attempt, latency_s=time.monotonic() - started,
+                                  max_tokens=request.get("max_tokens"), output_mode=mode)
             self.usage.add(completion)
             episode_usage = current_usage.get()
             if episode_usage is not None:
@@ -263,13 +419,20 @@ class ModelClient:
     async def _litellm_call(self, request: dict[str, Any]) -> Completion:
         litellm = import_litellm()
         model = request["model"]
+        headers = {ROLE_HEADER: request["role"]}
+        if request.get("step"):
+            headers[STEP_HEADER] = request["step"]
         kwargs: dict[str, Any] = {
             **request_params(request),
             "model": model,
-            "timeout": self.timeout,
+            "timeout": request.get("timeout") or self.timeout,
             "num_retries": 0,  # we own the retry loop (litellm's needs tenacity, which it does not install)
-            "extra_headers": {ROLE_HEADER: request["role"]},
+            "extra_headers": headers,
         }
+        response_format = kwargs.get("response_format")
+        if model.split("/", 1)[0] in ("ollama", "ollama_chat") and response_format \
+                and response_format.get("type") == "json_object" and response_format.get("schema"):
+            kwargs["format"] = kwargs.pop("response_format")["schema"]  # Ollama's native API: schema as `format`
         if self.api_base:
             kwargs["api_base"] = self.api_base
             # Local OpenAI-compatible servers (Ollama, vLLM, test servers) rarely need a key,
@@ -279,7 +442,8 @@ class ModelClient:
         if self.api_key:
             kwargs["api_key"] = self.api_key
         response = await litellm.acompletion(**kwargs)
-        text = response.choices[0].message.content or ""
+        choice = response.choices[0]
+        text = choice.message.content or ""
         usage = getattr(response, "usage", None)
         # litellm prices the call itself (from its local cost map); unknown models have no price.
         hidden = getattr(response, "_hidden_params", None) or {}
@@ -288,7 +452,7 @@ class ModelClient:
             text=text, model=model, role=request["role"], step=request.get("step"),
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            cost_usd=cost,
+            cost_usd=cost, finish_reason=getattr(choice, "finish_reason", None),
         )
 
 
@@ -297,9 +461,84 @@ def request_params(request: dict[str, Any]) -> dict[str, Any]:
     params: dict[str, Any] = {"messages": request["messages"]}
     if request.get("temperature") is not None:
         params["temperature"] = request["temperature"]
+    if request.get("max_tokens"):
+        params["max_tokens"] = request["max_tokens"]
     if request.get("response_format") is not None:
         params["response_format"] = request["response_format"]
     return params
+# --- request shaping (shared by every transport) ----------------------------------------------------
+
+
+def merge_system_prompt(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Fold system messages into the first user message, for chat templates that drop the system role."""
+    system = [str(m.get("content") or "") for m in messages if m.get("role") == "system"]
+    if not system:
+        return messages
+    rest = [dict(m) for m in messages if m.get("role") != "system"]
+    prefix = "\n\n".join(system)
+    for m in rest:
+        if m.get("role") == "user":
+            m["content"] = f"{prefix}\n\n{m.get('content') or ''}"
+            return rest
+    return [{"role": "user", "content": prefix}, *rest]
+
+
+def shape_structured(request: dict[str, Any], response_format: dict[str, Any], mode: str) -> dict[str, Any]:
+    """The request for one structured-output mode; ``response_format`` is the OpenAI json_schema form."""
+    schema = (response_format.get("json_schema") or {}).get("schema") or {}
+    shaped = dict(request)
+    if mode == "json_schema":
+        shaped["response_format"] = response_format
+    elif mode == "json_object":
+        # llama-cpp-python (and others) turn the schema into a grammar; plain OpenAI ignores it.
+        shaped["response_format"] = {"type": "json_object", "schema": schema}
+    elif mode == "prompt":
+        messages = [dict(m) for m in request["messages"]]
+        instruction = ("Answer with one JSON object and nothing else (no prose, no code fence). "
+                       "It must follow this JSON Schema:\n" + json.dumps(schema, separators=(",", ":")))
+        last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+        if last_user is None:
+            messages.append({"role": "user", "content": instruction})
+        else:
+            last_user["content"] = f"{last_user.get('content') or ''}\n\n{instruction}"
+        shaped["messages"], shaped["response_format"] = messages, None
+    else:
+        raise ValueError(f"unknown structured-output mode {mode!r}; valid: {', '.join(OUTPUT_MODES[1:])}")
+    return shaped
+
+
+def endpoint_label(api_base: str | None, model: str) -> str:
+    """``host:port`` of the endpoint a model is reached at; never credentials, paths or queries."""
+    base = api_base
+    provider = model.split("/", 1)[0] if "/" in model else "openai"
+    if not base and provider == "openai":
+        base = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") or "https://api.openai.com"
+    if not base and provider in ("ollama", "ollama_chat"):
+        base = os.environ.get("OLLAMA_API_BASE") or "http://localhost:11434"
+    if not base:
+        return provider
+    parts = urlsplit(base if "://" in base else f"http://{base}")
+    host = parts.hostname or "?"
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        port = "?"
+    return f"{host}:{port}"
+
+
+def brief_error(message: str, limit: int = 240) -> str:
+    """A ModelError message on one line, from the server's own words on (litellm's class-name chatter
+    and our 'call to ... at host:port' prefix dropped)."""
+    text = " ".join(message.split())
+    if " failed after " in text and ": " in text:
+        text = text.split(": ", 1)[1]  # after "... attempt(s) at host:port"
+    text = text.rsplit("Exception - ", 1)[-1]
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def _replace(c: Completion, **changes: Any) -> Completion:
@@ -348,6 +587,35 @@ def _retry_after(headers: Any) -> float | None:
     if parsed is None or parsed.tzinfo is None:
         return None
     return max(0.0, parsed.timestamp() - time.time())
+
+
+def _timed_out(exc: BaseException) -> bool:
+    return isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or type(exc).__name__ in (
+        "Timeout", "APITimeoutError", "ReadTimeout", "TimeoutException", "ServerTimeoutError")
+
+
+def _names_format(exc: BaseException, status: int | None) -> bool:
+    """A 4xx/5xx rejection whose message names the response format: the same request fails every time."""
+    if status is None or status < 400 or status in (408, 429):
+        return False
+    text = str(exc).lower()
+    return any(word in text for word in _FORMAT_WORDS)
+
+
+def _is_connection_failure(exc: BaseException) -> bool:
+    text = str(exc)
+    return type(exc).__name__ in ("APIConnectionError", "ConnectError", "ConnectionRefusedError", "ClientConnectorError",
+                                  "ClientConnectionError", "ServerDisconnectedError", "ClientOSError") \
+        or isinstance(exc, ConnectionError) or "Connection error" in text or "Connection refused" in text \
+        or "Cannot connect" in text
+
+
+def _describe_failure(exc: BaseException, where: str, timeout: float | None) -> str:
+    if _timed_out(exc):
+        return f"no answer within {timeout:g}s (--timeout) from {where}" if timeout else f"timed out ({where})"
+    if _is_connection_failure(exc):
+        return f"cannot connect to {where} ({type(exc).__name__}: {_first_line(str(exc))})"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _missing_key(exc: BaseException) -> bool:

@@ -92,7 +92,7 @@ class LeanTransport:
         return base.rstrip("/") + "/chat/completions", key
 
     async def __call__(self, request: dict[str, Any], body: dict[str, Any]) -> Completion:
-        from .llm import ROLE_HEADER, Completion
+        from .llm import ROLE_HEADER, STEP_HEADER, Completion
 
         url, key = self._endpoint()
         model = request["model"]
@@ -103,15 +103,17 @@ class LeanTransport:
             import aiohttp
 
             extra["timeout"] = aiohttp.ClientTimeout(total=float(request["timeout"]))
-        async with session.post(url, data=payload, headers={
-                "Authorization": f"Bearer {key}", "Content-Type": "application/json",
-                ROLE_HEADER: request["role"]}, **extra) as response:
+        headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json", ROLE_HEADER: request["role"]}
+        if request.get("step"):
+            headers[STEP_HEADER] = request["step"]  # names the auditor step in every output mode
+        async with session.post(url, data=payload, headers=headers, **extra) as response:
             raw = await response.read()
             if response.status >= 400:
                 raise HTTPError(response.status, _error_message(response.status, raw), _Answer(response.headers))
         try:
             data = json.loads(raw)
             text = data["choices"][0]["message"].get("content") or ""
+            finish_reason = data["choices"][0].get("finish_reason")
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             raise HTTPError(502, f"the answer has no choices[0].message: {raw[:300]!r}",
                             _Answer(response.headers)) from None
@@ -120,7 +122,7 @@ class LeanTransport:
         per_in, per_out = self.price(model)
         return Completion(text=text, model=model, role=request["role"], step=request.get("step"),
                           prompt_tokens=prompt, completion_tokens=completion,
-                          cost_usd=prompt * per_in + completion * per_out)
+                          cost_usd=prompt * per_in + completion * per_out, finish_reason=finish_reason)
 
     def price(self, model: str) -> tuple[float, float]:
         """USD per input and output token from litellm's cost map, looked up once per model."""

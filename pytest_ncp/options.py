@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from .config import DEFAULT_AUDITOR_MODEL, PLAYER_KINDS, RunConfig
+from .config import (DEFAULT_AUDITOR_MODEL, DEFAULT_MAX_TOKENS, OUTPUT_MODES, PLAYER_KINDS, SYSTEM_PROMPT_MODES,
+                     RunConfig, parse_max_tokens)
 from .metrics import Gate
 
 GROUP = "ncp"
@@ -34,6 +35,17 @@ OPTIONS: dict[str, tuple[str, Any, type]] = {
     "max-turns": ("turn limit per episode (default: 100)", 100, int),
     "repeats": ("episodes per spec (default: 1)", 1, int),
     "concurrency": ("episodes and model calls in flight (default: 16)", 16, int),
+    "concurrency-per-endpoint": ("model requests in flight per endpoint (default: 4 per episode); 1 for servers "
+                                 "that answer one request at a time (llama.cpp)", None, int),
+    "timeout": ("seconds per model request (default: 120); a call with its retries gets 2.5x that, or "
+                "--ncp-deadline", 120.0, float),
+    "deadline": ("seconds per model call including its retries (default: 2.5 x --ncp-timeout)", None, float),
+    "max-tokens": ("ROLE=N limit on generated tokens per call, repeatable or comma-separated; roles and "
+                   "defaults: " + ", ".join(f"{r}={n}" for r, n in DEFAULT_MAX_TOKENS.items()), None, dict),
+    "structured-output": (f"how auditor answers are asked for: {' | '.join(OUTPUT_MODES)} (default: auto tries "
+                          "json_schema, then json_object, then prompt, once per endpoint and model)", "auto", str),
+    "system-prompt": ("keep | merge: merge folds system prompts into the first user message, for chat "
+                      "templates that drop them (default: keep)", "keep", str),
     "min-survival": ("session gate RATE[@TURN] (TURN defaults to 20): conflicts become xfail and the session "
                      "fails only when survival@TURN < RATE", None, str),
     "report": ("write DIR/results.json, DIR/report.html and DIR/traces/", None, str),
@@ -74,6 +86,9 @@ def add_options(parser: pytest.Parser) -> None:
         elif kind is list:
             group.addoption(cli_flag(name), action="append", default=None, dest=dest, metavar="PATH", help=help_text)
             parser.addini(ini_key(name), help_text, type="paths", default=[])
+        elif kind is dict:
+            group.addoption(cli_flag(name), action="append", default=None, dest=dest, metavar="ROLE=N", help=help_text)
+            parser.addini(ini_key(name), help_text, type="args", default=[])
         else:
             group.addoption(cli_flag(name), default=None, dest=dest, help=help_text)
             parser.addini(ini_key(name), help_text, default=None)
@@ -128,6 +143,32 @@ def resolve(config: pytest.Config) -> Settings:
             problems.append(f"{sources[name]}={raw!r}: expected a whole number >= 1")
         return number
 
+    def positive_number(name: str) -> float | None:
+        raw = values[name]
+        if raw is None:
+            return None
+        try:
+            number = float(raw)
+        except (TypeError, ValueError):
+            number = 0.0
+        if not number > 0:
+            problems.append(f"{sources[name]}={raw!r}: expected a number of seconds > 0")
+            return OPTIONS[name][1]
+        return number
+
+    def choice(name: str, valid: tuple[str, ...]) -> str:
+        value = str(values[name])
+        if value not in valid:
+            problems.append(f"{sources[name]}={value!r}: valid: {', '.join(valid)}")
+            return str(OPTIONS[name][1])
+        return value
+
+    try:
+        max_tokens = parse_max_tokens(values["max-tokens"])
+    except ValueError as exc:
+        problems.append(f"{sources['max-tokens']}: {exc}")
+        max_tokens = {}
+    per_endpoint = integer("concurrency-per-endpoint") if values["concurrency-per-endpoint"] is not None else None
     player = str(values["player"])
     if player not in PLAYER_KINDS:
         problems.append(f"{sources['player']}={player!r}: unknown player; valid: {', '.join(PLAYER_KINDS)}")
@@ -156,6 +197,12 @@ def resolve(config: pytest.Config) -> Settings:
         max_turns=integer("max-turns"),
         repeats=integer("repeats"),
         concurrency=integer("concurrency"),
+        concurrency_per_endpoint=per_endpoint,
+        timeout=positive_number("timeout") or 120.0,
+        deadline=positive_number("deadline"),
+        max_tokens=max_tokens,
+        structured_output=choice("structured-output", OUTPUT_MODES),
+        system_prompt=choice("system-prompt", SYSTEM_PROMPT_MODES),
         # The headline turn is one the run can reach: survival@5 for a 5-turn run, not survival@20.
         survival_turn=gate.turn if gate else min(20, integer("max-turns")),
         record_mode=values["record-mode"] or None,
@@ -163,7 +210,7 @@ def resolve(config: pytest.Config) -> Settings:
         demo=demo,
         pipeline=not values["no-pipeline"],
     )
-    problems.extend(p for p in run.validate() if "record mode" in p)
+    problems.extend(p for p in run.validate() if "record mode" in p or "deadline" in p)
     if player in PLAYER_KINDS and player != "scripted" and not run.player_model:
         problems.append(f"{cli_flag('player')}={player} needs {cli_flag('player-model')} (e.g. openai/gpt-4o-mini)")
     if run.narrator:

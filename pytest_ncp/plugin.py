@@ -36,7 +36,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from .session import NcpSession
 
     is_worker = hasattr(config, "workerinput")
-    trace_root = Path(config.rootpath) / ".pytest_cache" / "ncp"
+    trace_root = settings.report or _trace_root(config)
     ncp = config.stash[SESSION_KEY] = NcpSession(settings, is_worker=is_worker, trace_root=trace_root)
     config.pluginmanager.register(_ReportListener(ncp), "ncp-reports")
     from .collect import add_default_spec_paths
@@ -44,6 +44,16 @@ def pytest_configure(config: pytest.Config) -> None:
     add_default_spec_paths(config, settings.specs)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(), "ncp-xdist")
+
+
+def _trace_root(config: pytest.Config) -> Path:
+    """Where traces go without --ncp-report: pytest's cache directory, or, when the cache is off
+    (``-p no:cacheprovider``), a fresh temporary directory, so no ``.pytest_cache`` appears."""
+    if config.pluginmanager.has_plugin("cacheprovider"):
+        return Path(config.rootpath) / str(config.getini("cache_dir")) / "ncp"
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="pytest-ncp-traces-"))
 
 
 def _ncp(config: pytest.Config) -> NcpSession | None:
@@ -180,7 +190,7 @@ def ncp_client(request: pytest.FixtureRequest, ncp_api_base: str | None, ncp_set
     kept per test (``<cassettes>/<test file>/<test name>/``)."""
     from .llm import ModelClient
 
-    client = ModelClient(api_base=ncp_api_base, concurrency=ncp_settings.run.concurrency)
+    client = ModelClient(**{**ncp_settings.run.client_options(), "api_base": ncp_api_base})
     run = ncp_settings.run
     cassettes = None
     if run.record_mode and run.cassettes:

@@ -241,8 +241,7 @@ async def reaudit(recorded: Sequence[RecordedEpisode], specs: dict[str, Narrativ
     from .players import ScriptedPlayer
     from .runner import Runner
 
-    client = client or ModelClient(api_base=config.api_base, timeout=config.timeout,
-                                   max_retries=config.max_retries, concurrency=config.concurrency)
+    client = client or ModelClient(**config.client_options())
     # The Runner keeps results.json current as episodes end; the episodes themselves are built here
     # because each needs its own recorded narrator and player.
     runner = Runner(config, out_dir=Path(out_dir), narrator_factory=_built_per_trace,

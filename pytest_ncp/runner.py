@@ -73,8 +73,7 @@ class Runner:
 
     def __post_init__(self) -> None:
         if self.client is None:
-            self.client = ModelClient(api_base=self.config.api_base, timeout=self.config.timeout,
-                                      max_retries=self.config.max_retries, concurrency=self.config.concurrency)
+            self.client = ModelClient(**self.config.client_options())
         self.cassettes: CassetteTransport | None = None
         if self.config.record_mode is not None:
             from .cassette import CassetteTransport
@@ -326,6 +325,12 @@ def _setup_error(spec: NarrativeSpec, repeat: int, exc: Exception) -> EpisodeRes
 def build_results(config: dict[str, Any], episodes: list[dict[str, Any]], *, survival_turn: int = 20,
                   shard: dict[str, int] | None = None) -> dict[str, Any]:
     episodes = sorted(episodes, key=lambda e: (e["spec_id"], e["repeat"]))
+    # The structured-output mode each model ended up with (``auto`` chooses per endpoint and model);
+    # gathered from the episodes, so it is the same with or without pytest-xdist.
+    modes: dict[str, str] = {}
+    for e in episodes:
+        modes.update(e.get("structured_output") or {})
+    config = {**config, "structured_output_used": modes}
     data = {"version": RESULTS_VERSION, "config": config, "episodes": episodes,
             "metrics": compute_metrics(episodes, survival_turn=survival_turn)}
     if shard is not None:

@@ -26,7 +26,7 @@ DRAFT_ROLE = "author"  # not narrator, player or auditor: sent as X-NCP-Role so 
 
 
 def register(sub: Any) -> None:
-    from ..cli import _positive
+    from ..cli import _positive, model_call_options
 
     p = sub.add_parser("specs", help="build specs: import the CMU corpus, draft specs with a model, review them",
                        description="Build NCP-Bench specs: import-cmu -> draft -> review (docs/specs.md).")
@@ -67,7 +67,7 @@ def register(sub: Any) -> None:
     d.add_argument("--model", required=True, help="litellm model name, e.g. openai/gpt-4o")
     d.add_argument("--api-base", help="OpenAI-compatible endpoint (overrides env vars)")
     d.add_argument("--attempts", type=_positive, default=3, help="drafts to try before giving up (default 3)")
-    d.add_argument("--timeout", type=float, default=300.0, help="seconds per model call (default 300)")
+    model_call_options(d, timeout=300.0)
     d.add_argument("--out", metavar="specs/ID.yaml",
                    help="spec file to write; its name is the spec id (default specs/<title-slug>.yaml)")
     d.add_argument("--force", action="store_true", help="overwrite an existing spec file")
@@ -203,11 +203,12 @@ def _draft_request(args: argparse.Namespace) -> tuple[Any, Path]:
 
 async def _draft(args: argparse.Namespace, request: Any, out: Path) -> tuple[str | None, list[str]]:
     """Draft, check, and redraft with the problems; (text, []) on success, (None, last problems) else."""
+    from ..cli import client_settings
     from ..llm import ModelClient
     from ..authoring import (DRAFT_STEP, assemble_spec, draft_messages, draft_problems, draft_response_format,
                             parse_draft_answer, render_spec_yaml)
 
-    client = ModelClient(api_base=args.api_base, timeout=args.timeout)
+    client = ModelClient(api_base=args.api_base, **client_settings(args))
     path = str(out)
     problems: list[str] = []
     previous: str | None = None

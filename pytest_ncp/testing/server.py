@@ -54,6 +54,7 @@ DEFAULT_REPLIES: dict[str, Any] = {
 }
 
 ROLE_HEADER = "x-ncp-role"
+STEP_HEADER = "x-ncp-step"
 
 _ERROR_KINDS: dict[int, tuple[str, str]] = {
     400: ("invalid_request_error", "invalid_request"),
@@ -175,6 +176,20 @@ def _message_text(body: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def _response_format_type(body: Mapping[str, Any]) -> str | None:
+    response_format = body.get("response_format")
+    if isinstance(response_format, Mapping) and isinstance(response_format.get("type"), str):
+        return response_format["type"]
+    return None
+
+
+def _without_system(body: Mapping[str, Any]) -> dict[str, Any]:
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return dict(body)
+    return {**body, "messages": [m for m in messages if not (isinstance(m, Mapping) and m.get("role") == "system")]}
+
+
 def _json_schema_name(body: Mapping[str, Any]) -> tuple[bool, str | None]:
     response_format = body.get("response_format")
     if not isinstance(response_format, Mapping):
@@ -262,12 +277,30 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class ScriptedModelServer:
-    """An OpenAI-compatible chat-completions server on 127.0.0.1 that answers from a script."""
+    """An OpenAI-compatible chat-completions server on 127.0.0.1 that answers from a script.
 
-    def __init__(self, latency: float = 0.0) -> None:
+    It can imitate the self-hosted servers pytest-ncp meets (llama.cpp, Ollama, LM Studio...):
+
+    - ``reject_formats=("json_schema",)``: answer HTTP 500 naming the response format, as
+      llama-cpp-python's server does for OpenAI's ``json_schema`` (``"prompt"``-mode requests carry none);
+    - ``drop_system=True``: act as a chat template that drops system messages (they count for nothing
+      in ``prompt_tokens`` and rules matching text never see them);
+    - ``honour_max_tokens=False``: ignore ``max_tokens`` (by default an answer longer than it, counted
+      in words, is cut and ends with ``finish_reason: "length"``);
+    - ``serial=True``: serve one request at a time, and keep working on a request whose client hung
+      up (its scripted ``delay`` runs to the end), as a single-slot llama.cpp server does.
+    """
+
+    def __init__(self, latency: float = 0.0, *, reject_formats: tuple[str, ...] = (), drop_system: bool = False,
+                 honour_max_tokens: bool = True, serial: bool = False) -> None:
         if latency < 0:
             raise ValueError(f"latency must be >= 0, got {latency!r}")
         self.latency = float(latency)
+        self.reject_formats = tuple(reject_formats)
+        self.drop_system = drop_system
+        self.honour_max_tokens = honour_max_tokens
+        self.serial = serial
+        self._serial_lock = threading.Lock()
         self._lock = threading.Lock()
         self._rules: list[Rule] = []
         # Slots are reserved on arrival and filled once the status is known, so the list stays in
@@ -440,7 +473,11 @@ class ScriptedModelServer:
             slots.append(None)
         handler.in_flight = True
         try:
-            self._answer(handler, method, received_at, slots, slot)
+            if self.serial and method == "POST":
+                with self._serial_lock:
+                    self._answer(handler, method, received_at, slots, slot)
+            else:
+                self._answer(handler, method, received_at, slots, slot)
         finally:
             self._release(handler)
 
@@ -484,9 +521,12 @@ class ScriptedModelServer:
                     parse_error = "Request body must be a JSON object."
 
         has_schema, step = _json_schema_name(body)
-        role = headers.get(ROLE_HEADER) or ("auditor" if has_schema else None)
+        step = step or headers.get(STEP_HEADER)
+        format_type = _response_format_type(body)
+        role = headers.get(ROLE_HEADER) or ("auditor" if has_schema or format_type else None)
         model = body.get("model") if isinstance(body.get("model"), str) else None
-        text = _message_text(body)
+        # What the model would see: a template that drops system messages drops them from everything.
+        text = _message_text(_without_system(body) if self.drop_system else body)
 
         def record(status: int) -> RecordedRequest:
             request = RecordedRequest(
@@ -517,6 +557,14 @@ class ScriptedModelServer:
             record(400)
             self._send_error(handler, 400, parse_error, {})
             return
+        if format_type is not None and format_type in self.reject_formats:
+            # llama-cpp-python's words for a response_format type it does not take (pydantic's literal error).
+            allowed = " or ".join(f"'{t}'" for t in ("text", "json_object", "json_schema") if t not in self.reject_formats)
+            record(500)
+            self._send_error(handler, 500, f"1 validation error for CreateChatCompletionRequest\n"
+                             f"response_format.type\n  Input should be {allowed} "
+                             f"[type=literal_error, input_value='{format_type}', input_type=str]", {})
+            return
 
         provisional = RecordedRequest(
             path=path, headers=headers, body=body, step=step, role=role, model=model, text=text,
@@ -540,9 +588,19 @@ class ScriptedModelServer:
         elif stream:
             self._send_stream(handler, body, model, text, answer.content or "", answer.headers)
         else:
+            content, finish = self._limit(answer.content or "", body.get("max_tokens"))
             self._send_json(
-                handler, 200, self._completion(model, text, answer.content or ""), answer.headers
+                handler, 200, self._completion(model, text, content, finish), answer.headers
             )
+
+    def _limit(self, content: str, max_tokens: Any) -> tuple[str, str]:
+        # One word is one token here (as in ``usage``): an answer longer than max_tokens is cut.
+        if not self.honour_max_tokens or not isinstance(max_tokens, int) or max_tokens < 1:
+            return content, "stop"
+        words = content.split()
+        if len(words) <= max_tokens:
+            return content, "stop"
+        return " ".join(words[:max_tokens]), "length"
 
     def _sleep(self, seconds: float) -> None:
         if seconds > 0:
@@ -571,7 +629,7 @@ class ScriptedModelServer:
             "total_tokens": prompt + completion,
         }
 
-    def _completion(self, model: str | None, text: str, content: str) -> dict[str, Any]:
+    def _completion(self, model: str | None, text: str, content: str, finish: str = "stop") -> dict[str, Any]:
         return {
             "id": f"chatcmpl-scripted-{next(self._ids)}",
             "object": "chat.completion",
@@ -583,7 +641,7 @@ class ScriptedModelServer:
                     "index": 0,
                     "message": {"role": "assistant", "content": content},
                     "logprobs": None,
-                    "finish_reason": "stop",
+                    "finish_reason": finish,
                 }
             ],
             "usage": self._usage(text, content),

@@ -36,7 +36,9 @@ def runner(server, tmp_path, narrator=None, api_base=None, **config):
 
 def test_a_turns_four_audit_steps_are_in_flight_together(ncp_model_server, tmp_path):
     ncp_model_server.latency = 0.05
-    asyncio.run(runner(ncp_model_server, tmp_path, max_turns=1).run(twins(1)))
+    # Two turns: with the default `auto` mode the run's first structured call finds the endpoint's
+    # output mode alone; every later turn sends its four steps at once.
+    asyncio.run(runner(ncp_model_server, tmp_path, max_turns=2).run(twins(1)))
     assert ncp_model_server.max_in_flight == 4
 
 
