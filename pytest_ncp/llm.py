@@ -533,6 +533,7 @@ def brief_error(message: str, limit: int = 240) -> str:
     if " failed after " in text and ": " in text:
         text = text.split(": ", 1)[1]  # after "... attempt(s) at host:port"
     text = text.rsplit("Exception - ", 1)[-1]
+    text = re.sub(r"^\w+Error: (?=HTTP \d{3}: )", "", text)  # the lean path's error class before its HTTP status
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

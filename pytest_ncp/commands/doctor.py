@@ -168,8 +168,9 @@ async def _structured(client: Any, model: str, wanted: str) -> tuple[Check, str 
                                                response_format=fmt, temperature=0.0, max_tokens=120,
                                                output_mode=mode)
         except ModelError as exc:
-            status = f"HTTP {exc.status}: " if exc.status else ""
-            notes.append(f"{mode} {'rejected' if exc.rejects_format else 'failed'} ({status}{_tail(str(exc))})")
+            detail = _tail(str(exc))
+            status = f"HTTP {exc.status}: " if exc.status and not detail.startswith("HTTP ") else ""
+            notes.append(f"{mode} {'rejected' if exc.rejects_format else 'failed'} ({status}{detail})")
             if not exc.rejects_format:
                 accepted = accepted or mode  # auto moves on only when the response format is refused
             continue
