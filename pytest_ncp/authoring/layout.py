@@ -21,7 +21,8 @@ def yaml_scalar(value: Any, *, flow: bool = False) -> str:
     if isinstance(value, _dt.date):
         return value.isoformat()
     text = str(value)
-    special = ",[]{}" if flow else ""
+    # Inside a flow collection "? " starts an explicit key, so such text must be quoted there.
+    special = (",", "[", "]", "{", "}", "? ") if flow else ()
     plain = (
         text == text.strip() and text and "\n" not in text and ": " not in text and " #" not in text
         and not text.endswith(":") and text[0] not in "-?:,[]{}#&*!|>'\"%@`" and not any(c in text for c in special)

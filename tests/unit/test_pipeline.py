@@ -403,3 +403,14 @@ def test_review_checked_lists_the_valid_checks(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "'vibes' is not a review check" in err and "commitments-auditable-from-one-response" in err
     assert main(["specs", "review", str(path), "--finding", "x"]) == 2  # only with --approve
+
+
+def test_a_review_finding_with_a_question_mark_is_recorded():
+    from pytest_ncp.authoring.layout import review_block, yaml_scalar
+
+    import yaml
+
+    finding = "is the clerk alive? the synopsis says so"
+    assert yaml.safe_load("x: [" + yaml_scalar(finding, flow=True) + "]") == {"x": [finding]}
+    block = review_block({"status": "reviewed", "reviewer": "R", "findings": [finding, "a? b"], "fixes": []})
+    assert yaml.safe_load(block)["review"]["findings"] == [finding, "a? b"]
