@@ -1,0 +1,6 @@
+"""Know how good the auditor is: a gold-labelled set of turns, scoring against it, and canaries.
+
+- ``goldset``: the case format (calibration/cases/*.yaml over frozen spec copies), loading, ``check``.
+- ``scoring``: confusion matrices, precision / recall / F1 with Wilson intervals (pure).
+- ``audit``: runs the real ``LLMAuditor`` on gold cases (``ncp calibrate``) and on canaries.
+"""

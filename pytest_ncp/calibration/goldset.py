@@ -1,0 +1,411 @@
+"""The gold set: narrator turns with the answer a correct auditor gives at every audit step.
+
+Layout of a set directory (default ``calibration/``)::
+
+    specs/<spec-id>.yaml     frozen copies of the specs the cases use (ids never move under them)
+    cases/<spec-id>.yaml     the story points and labelled cases of one spec
+
+A case file::
+
+    spec: nosferatu                  # specs/nosferatu.yaml of this set
+    review: {status: reviewed, reviewer: "...", date: 2026-11-30, notes: "outcome"}
+    points:                          # moments of the story that cases start from
+      castle-supper:
+        turn: 6                      # the turn being audited
+        node: deed-signed            # current trajectory node (id)
+        trigger_done: false          # its trigger already happened in an earlier turn
+        added: {F11: "..."}          # facts earlier turns added (ids as the ledger gives them)
+        negated: [F6]                # facts earlier turns negated
+        commitments: {C3: SATISFIED} # states other than PENDING
+        previous: "..."              # the narrator's previous narration (context only)
+    cases:
+      - id: nosferatu-07
+        point: castle-supper
+        input: "I cut the bread."    # the player's input
+        response: "..."              # the narrator response under audit
+        conflict: fact:F2            # or commitment:C1, player_input, a list of them; absent = clean
+        trigger: true                # current node: trigger event happens in this response
+        delta: false                 # current node: key delta happens in this response
+        added: ["quote", ...]        # a quote of the response for every new fact it establishes
+        negated: [F6]                # active facts the response makes untrue
+        satisfied: [C5]              # pending commitments the response fulfils
+        tags: [paraphrase]           # hard-case tags (HARD_TAGS)
+        why: one line: why these labels
+
+Omitted labels mean "no": no conflict, no trigger, no delta, nothing added, negated or satisfied.
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from ..auditor import CONFLICT_TYPES, TurnContext, quote_in
+from ..ledger import FactLedger
+from ..spec import NarrativeSpec, SpecError, _line_map, _nearest_line, load_spec
+
+DEFAULT_SET = "calibration"
+# The paper's hard cases; every case may carry any of them.
+HARD_TAGS: dict[str, str] = {
+    "state-change": "a fact changes through an event the story shows (not a conflict)",
+    "paraphrase": "a fact restated in other words (not a conflict)",
+    "subtle-name": "a name quietly swapped",
+    "subtle-place": "a place quietly swapped",
+    "subtle-time": "a time of day or season quietly swapped",
+    "dead-acting": "a dead or absent character acts",
+    "premature-reveal": "later plot revealed or done ahead of its time",
+    "partial-node": "the current node only half completed (trigger without key delta, or hinted only)",
+    "passing-ack": "the player's input acknowledged only in passing",
+}
+STATES = ("PENDING", "SATISFIED")
+# What a set should reach (reported by --check; the issue's targets).
+TARGETS = {"cases": 300, "specs": 25, "clean_share": 0.40, "per_type": 50}
+_CASE_KEYS = {"id", "point", "input", "response", "conflict", "trigger", "delta", "added", "negated", "satisfied",
+              "tags", "why"}
+_POINT_KEYS = {"turn", "node", "trigger_done", "added", "negated", "commitments", "previous"}
+_FILE_KEYS = {"spec", "review", "points", "cases"}
+
+
+@dataclass(frozen=True)
+class GoldConflict:
+    type: str
+    ids: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return self.type + (":" + ",".join(self.ids) if self.ids else "")
+
+
+@dataclass(frozen=True)
+class Point:
+    id: str
+    turn: int
+    node: str
+    node_index: int
+    trigger_done: bool
+    added: tuple[tuple[str, str], ...]
+    negated: tuple[str, ...]
+    commitments: tuple[tuple[str, str], ...]
+    previous: str | None
+
+
+@dataclass(frozen=True)
+class GoldCase:
+    id: str
+    spec: NarrativeSpec
+    point: Point
+    player_input: str
+    response: str
+    conflicts: tuple[GoldConflict, ...] = ()
+    trigger: bool = False
+    delta: bool = False
+    added: tuple[str, ...] = ()
+    negated: tuple[str, ...] = ()
+    satisfied: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    why: str = ""
+    where: str = ""  # path:line of the case, for messages
+
+    @property
+    def violation(self) -> bool:
+        return bool(self.conflicts)
+
+    @property
+    def conflict_types(self) -> set[str]:
+        return {c.type for c in self.conflicts}
+
+    @property
+    def advanced(self) -> bool:
+        return (self.trigger or self.point.trigger_done) and self.delta
+
+    def ledger(self) -> FactLedger:
+        ledger = FactLedger.from_initial((f.id, f.text) for f in self.spec.initial_facts)
+        for _, text in self.point.added:
+            ledger.add(text, max(self.point.turn - 1, 0))
+        for fact_id in self.point.negated:
+            ledger.negate(fact_id, max(self.point.turn - 1, 0))
+        return ledger
+
+    def commitment_states(self) -> dict[str, str]:
+        states = {c.id: "PENDING" for c in self.spec.commitments}
+        states.update(dict(self.point.commitments))
+        return states
+
+    def pending(self) -> set[str]:
+        """Commitments the commitment check judges at this point (pending, not invariants)."""
+        states = self.commitment_states()
+        return {c.id for c in self.spec.commitments if states[c.id] == "PENDING" and c.kind != "invariant"}
+
+    def context(self) -> TurnContext:
+        """The TurnContext an episode would build at this point: what the auditor reads."""
+        return TurnContext(spec=self.spec, turn=self.point.turn, player_input=self.player_input,
+                           response=self.response, facts=self.ledger().active(), node_index=self.point.node_index,
+                           commitment_states=self.commitment_states(),  # type: ignore[arg-type]
+                           previous_response=self.point.previous)
+
+    def key(self) -> tuple[str, int, str, str]:
+        """What tells cases apart in the prompts of every step (see ``check``)."""
+        return (self.spec.title, self.point.turn, _squash(self.player_input), _squash(self.response))
+
+
+@dataclass
+class GoldSet:
+    directory: Path
+    cases: list[GoldCase] = field(default_factory=list)
+    reviews: dict[str, dict[str, Any]] = field(default_factory=dict)  # case file -> review record
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def specs(self) -> dict[str, NarrativeSpec]:
+        return {c.spec.id: c.spec for c in self.cases}
+
+
+class GoldSetError(Exception):
+    pass
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def load_gold_set(directory: str | Path = DEFAULT_SET) -> GoldSet:
+    """Load every case file under ``directory/cases``; problems are collected (``path:line: message``)."""
+    root = Path(directory)
+    cases_dir = root / "cases"
+    if not cases_dir.is_dir():
+        raise GoldSetError(f"{root}: not a gold set (expected {cases_dir}/ with case files and {root / 'specs'}/ "
+                           "with the frozen spec copies)")
+    gold = GoldSet(root)
+    for path in sorted(cases_dir.glob("*.yaml")):
+        _load_file(path, root / "specs", gold)
+    _check_set(gold)
+    return gold
+
+
+def _load_file(path: Path, spec_dir: Path, gold: GoldSet) -> None:
+    import yaml
+
+    text = path.read_text(encoding="utf-8")
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        gold.problems.append(f"{path}:{mark.line + 1 if mark else 1}: invalid YAML: {getattr(exc, 'problem', exc)}")
+        return
+    lines = _line_map(node)
+
+    def problem(loc: tuple, message: str) -> None:
+        gold.problems.append(f"{path}:{_nearest_line(lines, loc) or 1}: {'.'.join(map(str, loc)) or '<root>'}: "
+                             f"{message}")
+
+    if not isinstance(data, dict):
+        problem((), "a case file is a mapping with spec, points and cases")
+        return
+    for key in sorted(set(data) - _FILE_KEYS):
+        problem((key,), f"unknown field (valid: {', '.join(sorted(_FILE_KEYS))})")
+    spec_path = spec_dir / f"{data.get('spec')}.yaml"
+    try:
+        spec = load_spec(spec_path)
+    except SpecError as exc:
+        problem(("spec",), f"cannot load the frozen spec copy {spec_path}: {str(exc).splitlines()[0]}")
+        return
+    if spec.id != data.get("spec"):
+        problem(("spec",), f"{spec_path} has id {spec.id!r}, expected {data.get('spec')!r}")
+    review = data.get("review")
+    if review is not None:
+        from ..spec import Review
+
+        try:
+            gold.reviews[path.name] = Review.model_validate(review).model_dump(mode="json")
+        except ValueError as exc:
+            problem(("review",), f"not a review record (status, reviewer, date, notes): {exc}")
+    points: dict[str, Point] = {}
+    for pid, raw in (data.get("points") or {}).items():
+        point = _point(str(pid), raw, spec, lambda loc, msg, pid=pid: problem(("points", pid, *loc), msg))
+        if point is not None:
+            points[str(pid)] = point
+    for i, raw in enumerate(data.get("cases") or []):
+        case = _case(raw, spec, points, f"{path}:{_nearest_line(lines, ('cases', i)) or 1}",
+                     lambda loc, msg, i=i: problem(("cases", i, *loc), msg))
+        if case is not None:
+            gold.cases.append(case)
+
+
+def _ids(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value]
+
+
+def _point(pid: str, raw: Any, spec: NarrativeSpec, problem: Any) -> Point | None:
+    if not isinstance(raw, dict):
+        problem((), "a point is a mapping (turn, node, ...)")
+        return None
+    for key in sorted(set(raw) - _POINT_KEYS):
+        problem((key,), f"unknown field (valid: {', '.join(sorted(_POINT_KEYS))})")
+    nodes = [n.id for n in spec.trajectory]
+    node = raw.get("node")
+    if node not in nodes:
+        problem(("node",), f"{node!r} names no trajectory node of {spec.id} (known: {', '.join(nodes)})")
+        return None
+    turn = raw.get("turn")
+    if not isinstance(turn, int) or isinstance(turn, bool) or turn < 1:
+        problem(("turn",), f"expected a turn number >= 1, got {turn!r}")
+        return None
+    added = raw.get("added") or {}
+    ledger = FactLedger.from_initial((f.id, f.text) for f in spec.initial_facts)
+    for fid, text in added.items():
+        got = ledger.add(str(text), turn - 1).id
+        if got != str(fid):
+            problem(("added", fid), f"the ledger gives this fact the id {got!r}, not {fid!r} (ids follow the "
+                                    "initial facts in order)")
+            return None
+    for fid in _ids(raw.get("negated")):
+        if not ledger.is_active(fid):
+            problem(("negated",), f"{fid!r} names no fact of the ledger at this point")
+            return None
+        ledger.negate(fid, turn - 1)
+    commitments = {c.id for c in spec.commitments}
+    states = raw.get("commitments") or {}
+    for cid, state in states.items():
+        if cid not in commitments or state not in STATES:
+            problem(("commitments", cid), f"expected a commitment id of {spec.id} with state {' or '.join(STATES)}"
+                                          f" (an episode ends at a violation), got {cid}: {state}")
+            return None
+    return Point(pid, turn, node, nodes.index(node), bool(raw.get("trigger_done", False)),
+                 tuple((str(k), str(v)) for k, v in added.items()), tuple(_ids(raw.get("negated"))),
+                 tuple(states.items()), raw.get("previous"))
+
+
+def parse_conflict(text: str) -> GoldConflict:
+    kind, _, ids = str(text).partition(":")
+    return GoldConflict(kind.strip(), tuple(i.strip() for i in ids.split(",") if i.strip()))
+
+
+def _case(raw: Any, spec: NarrativeSpec, points: Mapping[str, Point], where: str, problem: Any) -> GoldCase | None:
+    if not isinstance(raw, dict):
+        problem((), "a case is a mapping (id, point, input, response, ...)")
+        return None
+    for key in sorted(set(raw) - _CASE_KEYS):
+        problem((key,), f"unknown field (valid: {', '.join(sorted(_CASE_KEYS))})")
+    for key in ("id", "input", "response", "why"):
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            problem((key,), "required text is missing")
+            return None
+    point = points.get(str(raw.get("point")))
+    if point is None:
+        problem(("point",), f"{raw.get('point')!r} names no point of this file (known: {', '.join(points)})")
+        return None
+    case = GoldCase(
+        id=raw["id"], spec=spec, point=point, player_input=raw["input"].strip(), response=raw["response"].strip(),
+        conflicts=tuple(parse_conflict(c) for c in _ids(raw.get("conflict"))),
+        trigger=raw.get("trigger", False), delta=raw.get("delta", False),
+        added=tuple(_ids(raw.get("added"))), negated=tuple(_ids(raw.get("negated"))),
+        satisfied=tuple(_ids(raw.get("satisfied"))), tags=tuple(_ids(raw.get("tags"))), why=raw["why"].strip(),
+        where=where,
+    )
+    for message in _label_problems(case):
+        problem((), message)
+    return case
+
+
+def _label_problems(case: GoldCase) -> list[str]:
+    """Labels that cannot be right for this case's spec, point and response."""
+    out: list[str] = []
+    spec = case.spec
+    active = {f.id for f in case.ledger().active()}
+    kinds = {c.id: c.kind for c in spec.commitments}
+    states = case.commitment_states()
+    for c in case.conflicts:
+        if c.type not in CONFLICT_TYPES:
+            out.append(f"conflict: unknown type {c.type!r} (valid: {', '.join(CONFLICT_TYPES)})")
+        elif c.type == "fact":
+            bad = [i for i in c.ids if i not in active]
+            if not c.ids or bad:
+                out.append(f"conflict {c}: a fact conflict names active fact ids of the point "
+                           f"({'unknown: ' + ', '.join(bad) if bad else 'none given'})")
+        elif c.type == "commitment":
+            bad = [i for i in c.ids if i not in kinds or states.get(i) != "PENDING"]
+            if not c.ids or bad:
+                out.append(f"conflict {c}: a commitment conflict names pending commitment ids "
+                           f"({'not pending or unknown: ' + ', '.join(bad) if bad else 'none given'})")
+        elif c.ids:
+            out.append(f"conflict {c}: a player_input conflict names no ids")
+    if len({c.type for c in case.conflicts}) != len(case.conflicts):
+        out.append("conflict: one entry per type (list every id in it)")
+    for name in ("trigger", "delta"):
+        if not isinstance(getattr(case, name), bool):
+            out.append(f"{name}: expected true or false")
+    if case.delta and not (case.trigger or case.point.trigger_done):
+        out.append("delta: the key delta cannot happen before the trigger (set trigger, or trigger_done on the point)")
+    if case.trigger and case.point.trigger_done:
+        out.append("trigger: the point says the trigger already happened; label only what this response does")
+    for q in case.added:
+        if not quote_in(q, case.response):
+            out.append(f"added: quote {q!r} does not occur in the response")
+    for fid in case.negated:
+        if fid not in active:
+            out.append(f"negated: {fid!r} is not an active fact at this point")
+    pending = case.pending()
+    for cid in case.satisfied:
+        if cid not in pending:
+            out.append(f"satisfied: {cid!r} is not a pending achievement or ordering at this point")
+    unknown = [t for t in case.tags if t not in HARD_TAGS]
+    if unknown:
+        out.append(f"tags: unknown {', '.join(unknown)} (valid: {', '.join(HARD_TAGS)})")
+    return out
+
+
+def _check_set(gold: GoldSet) -> None:
+    first: dict[str, str] = {}
+    keys: dict[tuple, str] = {}
+    for case in gold.cases:
+        if case.id in first:
+            gold.problems.append(f"{case.where}: id: duplicate case id {case.id!r} (first at {first[case.id]})")
+        first.setdefault(case.id, case.where)
+        # Scripted auditors (and people reading a report) tell cases apart by what the prompts show.
+        if case.key() in keys:
+            gold.problems.append(f"{case.where}: the same turn, input and response as case {keys[case.key()]}; "
+                                 "give the point another turn number or change the text")
+        keys.setdefault(case.key(), case.id)
+
+
+# --- balance -----------------------------------------------------------------------------------------
+
+
+def balance(cases: Iterable[GoldCase]) -> dict[str, Any]:
+    cases = list(cases)
+    n = len(cases)
+    per_type = {t: sum(t in c.conflict_types for c in cases) for t in CONFLICT_TYPES}
+    clean = sum(not c.violation for c in cases)
+    tags = collections.Counter(t for c in cases for t in c.tags)
+    per_spec = collections.Counter(c.spec.id for c in cases)
+    return {
+        "cases": n, "specs": len(per_spec), "clean": clean, "clean_share": clean / n if n else 0.0,
+        "violations": n - clean, "per_type": per_type, "per_spec": dict(sorted(per_spec.items())),
+        "tags": {t: tags.get(t, 0) for t in HARD_TAGS},
+        "labels": {"trigger": sum(c.trigger for c in cases), "delta": sum(c.delta for c in cases),
+                   "advanced": sum(c.advanced for c in cases), "added": sum(len(c.added) for c in cases),
+                   "negated": sum(len(c.negated) for c in cases), "satisfied": sum(len(c.satisfied) for c in cases)},
+    }
+
+
+def balance_lines(b: Mapping[str, Any]) -> list[str]:
+    def mark(ok: bool) -> str:
+        return "ok" if ok else "BELOW TARGET"
+
+    lines = [
+        f"cases {b['cases']} (target {TARGETS['cases']}: {mark(b['cases'] >= TARGETS['cases'])}), "
+        f"specs {b['specs']} (target {TARGETS['specs']}: {mark(b['specs'] >= TARGETS['specs'])})",
+        f"clean {b['clean']} = {b['clean_share']:.0%} (target {TARGETS['clean_share']:.0%}: "
+        f"{mark(b['clean_share'] >= TARGETS['clean_share'])}), violations {b['violations']}",
+        "conflict types: " + ", ".join(f"{t} {k} ({mark(k >= TARGETS['per_type'])})" for t, k in b["per_type"].items()),
+        "hard cases: " + ", ".join(f"{t} {k}" + ("" if k else " (NONE)") for t, k in b["tags"].items()),
+        "other labels: " + ", ".join(f"{k} {v}" for k, v in b["labels"].items()),
+        "per spec: " + ", ".join(f"{s} {k}" for s, k in b["per_spec"].items()),
+    ]
+    return lines
