@@ -122,6 +122,13 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--shard", metavar="I/N",
                        help="run only slice I of N of the (spec, repeat) episodes (CI matrices); "
                             "join the slices' --out folders with ncp merge")
+        p.add_argument("--canaries", type=whole_number(0), default=0, metavar="K",
+                       help="audit K gold cases beside the episodes with the same auditor (docs/auditor.md)")
+        p.add_argument("--min-canary-recall", type=float, default=0.8, metavar="R",
+                       help="exit 1 when fewer canary violations are caught, or clean canaries passed, than R "
+                            "(default 0.8)")
+        p.add_argument("--canary-set", default="calibration", metavar="DIR", help="gold set of the canaries")
+        p.add_argument("--canary-seed", type=whole_number(0), default=0, help="seed of the canary sample")
 
     p = sub.add_parser("run", help="run episodes of a narrator over specs")
     p.add_argument("--narrator", required=True, metavar="MODULE:ATTR",
@@ -297,6 +304,17 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     )
     if args.resume and not args.out:
         return _usage("--resume needs --out DIR (the directory of the run to continue)")
+    canary_cases: list = []
+    if args.canaries:
+        from .calibration.audit import pick_canaries
+        from .calibration.goldset import GoldSetError
+
+        if not 0.0 <= args.min_canary_recall <= 1.0:
+            return _usage(f"--min-canary-recall must be a rate between 0 and 1, got {args.min_canary_recall}")
+        try:
+            canary_cases = pick_canaries(args.canary_set, args.canaries, seed=args.canary_seed)
+        except GoldSetError as exc:
+            return _usage(f"--canaries: {exc}")
     problems = config.validate()
     if problems:
         return _usage("; ".join(problems))
@@ -330,14 +348,28 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     else:
         workers = int(args.workers)
     problems: list[str] = []
+
+    async def run_canaries() -> dict | None:
+        if not canary_cases:
+            return None
+        from .calibration.audit import run_canaries
+
+        assert runner.auditor is not None
+        return await run_canaries(runner.auditor, canary_cases, model=config.auditor_model, seed=args.canary_seed,
+                                  min_recall=args.min_canary_recall, concurrency=config.concurrency)
+
+    async def run_here() -> dict | None:  # episodes and canaries share one loop and client
+        return (await asyncio.gather(runner.run(specs), run_canaries()))[1]
+
     try:
         with display:
             if workers > 1:
                 from .workers import run_in_workers
 
                 problems = run_in_workers(runner, specs, workers, display=display)
+                canaries = asyncio.run(run_canaries()) if canary_cases else None
             else:
-                asyncio.run(runner.run(specs))
+                canaries = asyncio.run(run_here())
     except KeyboardInterrupt:
         if args.out:
             print(f"interrupted: {len(runner.results)} finished episode(s) are in {Path(args.out) / 'results.json'}; "
@@ -355,6 +387,13 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     print(_summary(metrics, config.survival_turn))
     if config.demo:
         print("offline demo: every model was the bundled scripted server; these figures judge no real model")
+    if canaries is not None:
+        from .calibration.audit import canary_line, canary_verdict
+
+        print(canary_line(canaries))
+        print(canary_verdict(canaries))
+        runner.canaries = canaries
+        runner.save()  # results.json carries the canary score (and a shard's record)
     if args.out:
         print(f"results: {Path(args.out) / 'results.json'}")
     if args.shard:
@@ -369,6 +408,8 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
             return verdict.exit_code
     if budget.exceeded:
         return EXIT_ERROR_BUDGET
+    if canaries is not None and not canaries["ok"]:
+        return EXIT_FAILED  # the canary verdict above says the auditor, not the narrator, is in doubt
     if not gate and metrics["narrator_errors"]:
         # Without a gate conflicts are measurements, but a narrator that crashes or answers nothing is a bug.
         print(f"ncp: {metrics['narrator_errors']} episode(s) ended in a narrator error (raised, timed out or "

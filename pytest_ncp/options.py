@@ -63,6 +63,12 @@ OPTIONS: dict[str, tuple[str, Any, type]] = {
     "cassettes": ("cassette directory for --ncp-record-mode (default: ./cassettes)", None, str),
     "no-pipeline": ("audit each turn before playing the next (the sequential reference schedule; results are "
                     "identical, only slower)", False, bool),
+    "canaries": ("audit K gold cases (known violations and clean turns) beside the episodes with the same "
+                 "auditor; they never touch episode results (default: 0, off)", 0, int),
+    "min-canary-recall": ("with --ncp-canaries: the session fails when the auditor catches fewer canary violations, "
+                          "or passes fewer clean canaries, than this share (default: 0.8)", 0.8, float),
+    "canary-set": ("gold set the canaries come from (default: ./calibration)", None, str),
+    "canary-seed": ("seed of the canary sample (default: 0): the same seed and set give the same canaries", 0, int),
     "demo": ("route every model call to the bundled scripted server (offline demo; judges nothing real)",
              False, bool),
 }
@@ -107,6 +113,10 @@ class Settings:
     force: bool = False
     max_error_rate: float = 0.0
     baseline: Path | None = None
+    canaries: int = 0
+    min_canary_recall: float = 0.8
+    canary_set: Path | None = None
+    canary_seed: int = 0
     sources: dict[str, str] = field(default_factory=dict)  # where each value came from, for messages
 
     @property
@@ -235,7 +245,31 @@ def resolve(config: pytest.Config) -> Settings:
     if baseline is not None and not baseline.is_file():
         problems.append(f"{sources['baseline']}: no such results file: {baseline} (a results.json from --ncp-report "
                         "or ncp run --out)")
+    canaries, min_canary_recall, canary_seed = _canary_numbers(values, sources, problems)
+    canary_set = Path(values["canary-set"] or Path(config.rootpath) / "calibration")
+    if canaries and not (canary_set / "cases").is_dir():
+        problems.append(f"{sources['canary-set'] if values['canary-set'] else cli_flag('canaries')}: no gold set at "
+                        f"{canary_set} (a directory with cases/ and specs/); set {cli_flag('canary-set')}=DIR")
     if problems:
         raise pytest.UsageError("pytest-ncp: " + "\n  ".join(["invalid options:", *problems]))
     return Settings(run=run, specs=specs, gate=gate, report=report, demo=demo, resume=resume, baseline=baseline,
-                    sources=sources, force=bool(values["force"]), max_error_rate=max_error_rate)
+                    sources=sources, force=bool(values["force"]), max_error_rate=max_error_rate,
+                    canaries=canaries, min_canary_recall=min_canary_recall, canary_set=canary_set,
+                    canary_seed=canary_seed)
+
+
+def _canary_numbers(values: dict[str, Any], sources: dict[str, str], problems: list[str]) -> tuple[int, float, int]:
+    numbers: list[Any] = []
+    for name, kind, low, high in (("canaries", int, 0, None), ("min-canary-recall", float, 0.0, 1.0),
+                                  ("canary-seed", int, 0, None)):
+        raw = values[name]
+        try:
+            number = kind(raw)
+            if number < low or (high is not None and number > high):
+                raise ValueError
+        except (TypeError, ValueError):
+            expected = f"a rate between {low} and {high}" if high is not None else f"a whole number >= {low}"
+            problems.append(f"{sources[name]}={raw!r}: expected {expected}")
+            number = OPTIONS[name][1]
+        numbers.append(number)
+    return numbers[0], numbers[1], numbers[2]

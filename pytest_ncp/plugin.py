@@ -81,6 +81,7 @@ def pytest_runtestloop(session: pytest.Session) -> None:
 
     # Start every selected episode now, so they run concurrently while items report in order.
     ncp.prefetch([(i.spec, i.repeat) for i in session.items if isinstance(i, EpisodeItem)])
+    ncp.start_canaries()
 
 
 class _XdistHooks:
@@ -125,6 +126,7 @@ class _ReportListener:
         self.ncp.interrupted = True  # the summary then says how to resume
 
 
+@pytest.hookimpl(tryfirst=True)  # before junitxml writes its file, so the canary properties reach it
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     ncp = _ncp(session.config)
     if ncp is None:
@@ -138,6 +140,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = EXIT_ERROR_BUDGET
     elif code and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    from _pytest.junitxml import xml_key
+
+    xml = session.config.stash.get(xml_key, None)
+    for name, value in ncp.junit_properties() if xml is not None else ():
+        xml.add_global_property(name, value)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

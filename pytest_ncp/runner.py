@@ -69,6 +69,7 @@ class Runner:
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     _finished: dict[str, Path] = field(default_factory=dict, repr=False)  # from resume()
     changed: list[str] = field(default_factory=list)  # episodes resume() found changed and re-runs (force)
+    canaries: dict[str, Any] | None = None  # the auditor canaries' summary, once scored (docs/auditor.md)
     progress: RunProgress = field(default_factory=RunProgress)
 
     def __post_init__(self) -> None:
@@ -232,7 +233,7 @@ class Runner:
 
                 shard = Shard.parse(self.config.shard).to_dict()
             write_results(self.out_dir, self.config.to_dict(), list(self.results.values()),
-                          survival_turn=self.config.survival_turn, shard=shard)
+                          survival_turn=self.config.survival_turn, shard=shard, canaries=self.canaries)
 
 
 class BackgroundRunner:
@@ -283,6 +284,10 @@ class BackgroundRunner:
     def result(self, spec: NarrativeSpec, repeat: int = 0) -> EpisodeResult:
         return self.submit(spec, repeat).result()
 
+    def run_coroutine(self, coro: Awaitable[Any]) -> concurrent.futures.Future[Any]:
+        """Run other work of the session (auditor canaries) on the episodes' loop and client."""
+        return asyncio.run_coroutine_threadsafe(coro, self._start())  # type: ignore[arg-type]
+
     def close(self) -> None:
         """Cancel what is still running and stop the loop; finished traces stay as written."""
         with self._lock:
@@ -323,7 +328,7 @@ def _setup_error(spec: NarrativeSpec, repeat: int, exc: Exception) -> EpisodeRes
 
 
 def build_results(config: dict[str, Any], episodes: list[dict[str, Any]], *, survival_turn: int = 20,
-                  shard: dict[str, int] | None = None) -> dict[str, Any]:
+                  shard: dict[str, int] | None = None, canaries: dict[str, Any] | None = None) -> dict[str, Any]:
     episodes = sorted(episodes, key=lambda e: (e["spec_id"], e["repeat"]))
     # The structured-output mode each model ended up with (``auto`` chooses per endpoint and model);
     # gathered from the episodes, so it is the same with or without pytest-xdist.
@@ -335,11 +340,14 @@ def build_results(config: dict[str, Any], episodes: list[dict[str, Any]], *, sur
             "metrics": compute_metrics(episodes, survival_turn=survival_turn)}
     if shard is not None:
         data["shard"] = shard  # one slice of a run (ncp run --shard i/n); ncp merge joins the slices
+    if canaries is not None:
+        data["canaries"] = canaries  # the auditor's score on known answers (docs/auditor.md)
     return data
 
 
 def write_results(out_dir: str | Path, config: dict[str, Any], episodes: list[dict[str, Any]],
-                  *, survival_turn: int = 20, shard: dict[str, int] | None = None) -> Path:
+                  *, survival_turn: int = 20, shard: dict[str, int] | None = None,
+                  canaries: dict[str, Any] | None = None) -> Path:
     """Write ``results.json`` atomically (temp file + rename): readers never see half a file."""
     from .traces import trace_reference
 
@@ -347,7 +355,7 @@ def write_results(out_dir: str | Path, config: dict[str, Any], episodes: list[di
     out.mkdir(parents=True, exist_ok=True)
     # Traces inside the results folder are recorded relative to it, so the folder can move whole.
     episodes = [{**e, "trace": trace_reference(e["trace"], out)} if e.get("trace") else e for e in episodes]
-    data = build_results(config, episodes, survival_turn=survival_turn, shard=shard)
+    data = build_results(config, episodes, survival_turn=survival_turn, shard=shard, canaries=canaries)
     fd, tmp = tempfile.mkstemp(prefix=".results.", suffix=".json", dir=out)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(data, fh, indent=2, ensure_ascii=False)

@@ -36,6 +36,9 @@ class NcpSession:
         self._ids: dict[str, str] = {}
         self._background: BackgroundRunner | None = None
         self._server: Any = None
+        self._canaries: Any = None  # future of the auditor canaries (controller only)
+        self.canary_summary: dict[str, Any] | None = None
+        self.canary_error: str | None = None
 
     # --- collection ------------------------------------------------------------------------
     def claim_id(self, spec: NarrativeSpec) -> None:
@@ -90,6 +93,44 @@ class NcpSession:
     def result(self, spec: NarrativeSpec, repeat: int) -> EpisodeResult:
         return self._runner().result(spec, repeat)
 
+    # --- auditor canaries (docs/auditor.md): known answers audited beside the episodes -------------
+    def start_canaries(self) -> None:
+        if not self.settings.canaries or self.is_worker or self._canaries is not None:
+            return
+        from .calibration.audit import pick_canaries, run_canaries
+        from .calibration.goldset import GoldSetError
+
+        s = self.settings
+        try:
+            cases = pick_canaries(s.canary_set or "calibration", s.canaries, seed=s.canary_seed)
+        except GoldSetError as exc:
+            self.canary_error = f"auditor canaries could not start: {exc}"
+            return
+        background = self._runner()
+        auditor = background.runner.auditor
+        assert auditor is not None
+        self._canaries = background.run_coroutine(run_canaries(
+            auditor, cases, model=s.run.auditor_model, seed=s.canary_seed, min_recall=s.min_canary_recall,
+            concurrency=s.run.concurrency))
+
+    def _collect_canaries(self) -> None:
+        if self._canaries is None or self.canary_summary is not None or self.interrupted:
+            return
+        try:
+            self.canary_summary = self._canaries.result()
+        except Exception as exc:  # noqa: BLE001 - reported: the canary gate then fails
+            self.canary_error = f"auditor canaries could not run: {type(exc).__name__}: {exc}"
+
+    def canaries_passed(self) -> bool:
+        if not self.settings.canaries:
+            return True
+        return self.canary_error is None and self.canary_summary is not None and bool(self.canary_summary["ok"])
+
+    def junit_properties(self) -> list[tuple[str, Any]]:
+        from .calibration.audit import junit_properties
+
+        return junit_properties(self.canary_summary, self.canary_error, PROPERTY_PREFIX) if self.settings.canaries else []
+
     # --- merging (controller) ------------------------------------------------------------------
     def record_report(self, nodeid: str, when: str, failed: bool, properties: Sequence[tuple[str, Any]]) -> None:
         episode = dict(properties).get(PROPERTY_PREFIX + "episode")
@@ -107,13 +148,13 @@ class NcpSession:
 
         assert self.settings.report is not None
         return write_results(self.settings.report, self.settings.run.to_dict(), self.episode_records(),
-                             survival_turn=self.settings.run.survival_turn)
+                             survival_turn=self.settings.run.survival_turn, canaries=self.canary_summary)
 
     def finish(self) -> int:
         """Error budget, gate, baseline comparison and report files, on the controller.
 
-        Returns 0, ``metrics.EXIT_GATE_FAILED`` (the narrator failed the gate or the baseline comparison),
-        or ``metrics.EXIT_ERROR_BUDGET`` (too many episodes could not be judged).
+        Returns 0, ``metrics.EXIT_GATE_FAILED`` (the narrator failed the gate or the baseline comparison,
+        or the auditor missed canaries), or ``metrics.EXIT_ERROR_BUDGET`` (too many episodes could not be judged).
         """
         from .metrics import EXIT_ERROR_BUDGET, EXIT_GATE_FAILED, error_budget
 
@@ -131,7 +172,7 @@ class NcpSession:
             write_html([self.write_results()], self.settings.report / "report.html")
         if self.budget is not None and self.budget.exceeded:
             return EXIT_ERROR_BUDGET
-        passed = self.gate_verdict is None or self.gate_verdict.passed
+        passed = (self.gate_verdict is None or self.gate_verdict.passed) and self.canaries_passed()
         compared = self.comparison is None or (self.comparison.measurable and not self.comparison.regression)
         ok = passed and self.comparison_error is None and compared
         return 0 if ok else EXIT_GATE_FAILED
@@ -167,6 +208,7 @@ class NcpSession:
             lines += ["", self.budget.line("session")]
         if self.gate_verdict is not None:
             lines += ["", self.gate_verdict.line()]
+        lines += self._canary_lines()
         if self.comparison is not None:
             lines += ["", f"ncp baseline {self.settings.baseline}:", *self.comparison.lines()]
         if self.comparison_error is not None:
@@ -176,7 +218,19 @@ class NcpSession:
                          f"{self.settings.report / 'report.html'}")
         return lines
 
+    def _canary_lines(self) -> list[str]:
+        from .calibration.audit import canary_line, canary_verdict
+
+        if not self.settings.canaries:
+            return []
+        if self.canary_error is not None:
+            return ["", self.canary_error, "canary gate FAILED: the AUDITOR, not the narrator, is in doubt"]
+        if self.canary_summary is None:
+            return []
+        return ["", canary_line(self.canary_summary), canary_verdict(self.canary_summary)]
+
     def close(self) -> None:
+        self._collect_canaries()  # before the loop stops: canaries share it with the episodes
         if self._background is not None:
             self._background.close()
         if self._server is not None:

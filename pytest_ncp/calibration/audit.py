@@ -159,3 +159,26 @@ async def run_canaries(auditor: Auditor, cases: Sequence[GoldCase], *, model: st
                        min_recall: float, concurrency: int = 16) -> dict[str, Any]:
     rows = await audit_cases(auditor, cases, concurrency=concurrency, cassette=lambda c: "_canaries")
     return canary_summary(rows, seed=seed, min_recall=min_recall, model=model)
+
+
+def pick_canaries(set_dir: str | Path, k: int, *, seed: int = DEFAULT_CANARY_SEED) -> list[GoldCase]:
+    """Load the gold set and sample K canaries; GoldSetError when the set cannot be used."""
+    from .goldset import GoldSetError, load_gold_set
+
+    gold = load_gold_set(set_dir)
+    if gold.problems:
+        raise GoldSetError(f"the gold set {set_dir} has {len(gold.problems)} problem(s) (first: {gold.problems[0]}); "
+                           "run `ncp calibrate --check`")
+    if not gold.cases:
+        raise GoldSetError(f"the gold set {set_dir} has no cases")
+    return sample_canaries(gold.cases, k, seed=seed)
+
+
+def junit_properties(summary: dict[str, Any] | None, error: str | None, prefix: str = "ncp.") -> list[tuple[str, Any]]:
+    """The canary score as flat name/value pairs (JUnit XML suite properties)."""
+    if error is not None:
+        return [(prefix + "canary_error", error)]
+    if summary is None:
+        return []
+    return [(prefix + f"canary_{key}", summary[key]) for key in
+            ("k", "seed", "violations", "caught", "clean", "passed", "invalid", "min_recall", "ok")]

@@ -1,0 +1,176 @@
+"""ncp calibrate: the gold set checks clean, and scripted auditors get the scores they deserve.
+
+Every auditor here is the scripted server behind the real client and the real LLMAuditor, so the
+prompts, parsing and fail-closed rules are the ones episodes use.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_ncp.calibration.goldset import load_gold_set
+from pytest_ncp.cli import main
+from pytest_ncp.testing.calibration import install
+from tests.conftest import ROOT
+
+GOLD = ROOT / "calibration"
+CONFLICT_ROWS = ("conflict: any", "conflict: fact", "conflict: commitment", "conflict: player_input")
+
+
+@pytest.fixture(scope="module")
+def gold():
+    return load_gold_set(GOLD)
+
+
+def calibrate(server, out: Path, *extra: str) -> tuple[int, dict]:
+    code = main(["calibrate", "--set", str(GOLD), "--auditor-model", "openai/scripted-auditor",
+                 "--api-base", server.base_url, "--out", str(out), *extra])
+    path = out / "calibration.json"
+    return code, json.loads(path.read_text()) if path.exists() else {}
+
+
+def test_the_gold_set_passes_check(capsys):
+    assert main(["calibrate", "--check", "--set", str(GOLD)]) == 0
+    out = capsys.readouterr().out
+    assert ", 0 problem(s)" in out and "hard cases:" in out and "per spec:" in out
+
+
+def test_a_gold_auditor_scores_one_everywhere(ncp_model_server, gold, tmp_path, capsys):
+    install(ncp_model_server, gold.cases, "gold")
+    code, data = calibrate(ncp_model_server, tmp_path, "--min-recall", "1", "--min-precision", "1")
+    assert code == 0, capsys.readouterr().out
+    summary = data["summary"]
+    assert summary["invalid"]["cases"] == 0 and data["balance"]["cases"] == len(gold.cases)
+    for name, row in summary["rows"].items():
+        assert row["cases"] > 0, name
+        for figure in ("precision", "recall", "f1"):
+            assert row[figure] in (1.0, None), (name, figure, row)
+        assert row["fp"] == row["fn"] == 0, name
+    assert summary["ids_agree"]["agree"] == summary["ids_agree"]["of"] > 0
+    assert "calibration gate passed" in capsys.readouterr().out
+
+
+def test_an_auditor_that_never_flags_has_recall_zero_and_fails_min_recall(ncp_model_server, gold, tmp_path, capsys):
+    install(ncp_model_server, gold.cases, "never")
+    code, data = calibrate(ncp_model_server, tmp_path, "--min-recall", "0.5")
+    assert code == 1
+    for name in CONFLICT_ROWS:
+        row = data["summary"]["rows"][name]
+        assert row["recall"] == 0.0 and row["tp"] == 0 and row["fn"] > 0, name
+        assert row["specificity"] == 1.0
+    out = capsys.readouterr().out
+    assert "calibration gate FAILED: conflict: any: recall 0.000 < 0.5" in out
+
+
+def test_an_auditor_that_flags_everything_has_precision_equal_to_the_base_rate(ncp_model_server, gold, tmp_path):
+    install(ncp_model_server, gold.cases, "always")
+    code, data = calibrate(ncp_model_server, tmp_path, "--min-precision", "0.9")
+    assert code == 1
+    rows, n = data["summary"]["rows"], len(gold.cases)
+    assert rows["conflict: any"]["precision"] == pytest.approx(sum(c.violation for c in gold.cases) / n)
+    assert rows["conflict: any"]["recall"] == 1.0
+    for kind in ("fact", "commitment", "player_input"):
+        base = sum(kind in c.conflict_types for c in gold.cases) / n
+        assert rows[f"conflict: {kind}"]["precision"] == pytest.approx(base), kind
+
+
+def test_invalid_answers_count_as_misses_and_are_reported_apart(ncp_model_server, gold, tmp_path, capsys):
+    broken = {c.id for c in gold.cases if c.violation}  # every violation gets a garbage answer
+    broken = set(sorted(broken)[: len(broken) // 2])
+    install(ncp_model_server, gold.cases, lambda c: "invalid" if c.id in broken else "gold")
+    code, data = calibrate(ncp_model_server, tmp_path)
+    assert code == 0
+    summary, any_row = data["summary"], data["summary"]["rows"]["conflict: any"]
+    assert summary["invalid"]["cases"] == len(broken) and summary["invalid"]["by_step"] == {"conflict_check": len(broken)}
+    assert any_row["invalid_pos"] == len(broken) and any_row["fn"] == 0
+    violations = sum(c.violation for c in gold.cases)
+    assert any_row["recall"] == pytest.approx((violations - len(broken)) / violations)
+    assert any_row["precision"] == 1.0  # never a pass, never a finding: apart
+    out = capsys.readouterr().out
+    assert f"invalid answers: {len(broken)} case(s)" in out
+
+
+def test_calibration_replays_from_cassettes(ncp_model_server, gold, tmp_path):
+    install(ncp_model_server, gold.cases, "gold")
+    cassettes = tmp_path / "cassettes"
+    one = [c.spec.id for c in gold.cases][0]
+    code, recorded = calibrate(ncp_model_server, tmp_path / "a", "--cases", one, "--record-mode", "once",
+                               "--cassettes", str(cassettes))
+    assert code == 0 and (cassettes / f"calibrate--{one}.yaml").exists()
+    calls = len(ncp_model_server.requests)
+    ncp_model_server.reset()  # a live call now would get "nothing happened" and change the scores
+    code, replayed = calibrate(ncp_model_server, tmp_path / "b", "--cases", one, "--record-mode", "none",
+                               "--cassettes", str(cassettes))
+    assert code == 0 and len(ncp_model_server.requests) == 0 and calls > 0
+    assert replayed["summary"]["rows"] == recorded["summary"]["rows"]
+
+
+def test_check_names_file_line_and_what_is_wrong(tmp_path, capsys):
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "cases").mkdir()
+    shutil.copy(GOLD / "specs" / "nosferatu.yaml", tmp_path / "specs")
+    (tmp_path / "cases" / "nosferatu.yaml").write_text(textwrap.dedent("""\
+        spec: nosferatu
+        points:
+          inn: {turn: 2, node: carpathian-inn}
+          bad: {turn: 3, node: no-such-node}
+        cases:
+          - id: x-1
+            point: inn
+            input: I ask about the Count.
+            response: The innkeeper shrugs.
+            conflict: fact:F99
+            added: ["a book about vampires"]
+            satisfied: [C1]
+            why: broken on purpose
+          - id: x-1
+            point: inn
+            input: I sleep.
+            response: You sleep.
+            conflict: commitment
+            delta: true
+            why: broken on purpose too
+        """))
+    assert main(["calibrate", "--check", "--set", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    path = tmp_path / "cases" / "nosferatu.yaml"
+    for expected in (f"{path}:4: points.bad.node: 'no-such-node' names no trajectory node",
+                     f"{path}:6: cases.0: conflict fact:F99: a fact conflict names active fact ids",
+                     "added: quote 'a book about vampires' does not occur in the response",
+                     "satisfied: 'C1' is not a pending achievement or ordering",
+                     "a commitment conflict names pending commitment ids (none given)",
+                     "delta: the key delta cannot happen before the trigger",
+                     "duplicate case id 'x-1'"):
+        assert expected in out, expected
+
+
+def test_canaries_are_sampled_reproducibly_half_violations(gold):
+    from pytest_ncp.calibration.audit import sample_canaries
+
+    one = sample_canaries(gold.cases, 10, seed=3)
+    assert [c.id for c in one] == [c.id for c in sample_canaries(gold.cases, 10, seed=3)]
+    assert sum(c.violation for c in one) == 5 and len(one) == 10
+    assert [c.id for c in one] != [c.id for c in sample_canaries(gold.cases, 10, seed=4)]
+
+
+def test_ncp_run_with_canaries_stores_them_and_fails_on_a_sleeping_auditor(ncp_model_server, gold, tmp_path, capsys):
+    from pytest_ncp.calibration.audit import sample_canaries
+
+    install(ncp_model_server, sample_canaries(gold.cases, 4, seed=0), "never")
+    out = tmp_path / "run"
+    code = main(["run", "--narrator", "pytest_ncp.narrators:LLMNarrator", "--narrator-model", "openai/narrator",
+                 "--auditor-model", "openai/auditor", "--api-base", ncp_model_server.base_url,
+                 "--specs", str(ROOT / "specs" / "caligari.yaml"), "--max-turns", "2", "--out", str(out),
+                 "--canaries", "4", "--canary-set", str(GOLD)])
+    printed = capsys.readouterr().out
+    assert code == 1, printed
+    assert "auditor canaries: 0/2 violations caught, 2/2 clean passed" in printed
+    assert "the AUDITOR, not the narrator, is in doubt" in printed
+    data = json.loads((out / "results.json").read_text())
+    assert data["canaries"]["caught"] == 0 and data["canaries"]["ok"] is False
+    assert [e["termination"] for e in data["episodes"]] != ["error"]  # the episode itself was judged

@@ -1,0 +1,67 @@
+"""--ncp-canaries: gold cases audited beside the episodes; their score reaches the summary, results.json
+and JUnit XML, and a gated run fails naming the auditor when it misses them."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from pytest_ncp.calibration.audit import sample_canaries
+from pytest_ncp.calibration.goldset import load_gold_set
+from pytest_ncp.testing.calibration import install
+from tests.conftest import ROOT
+
+GOLD = ROOT / "calibration"
+
+
+def canaries(project, k: int, answer) -> list:
+    cases = sample_canaries(load_gold_set(GOLD).cases, k, seed=0)
+    install(project.server, cases, answer)
+    return cases
+
+
+def test_canary_scores_reach_summary_results_and_junit(project):
+    cases = canaries(project, 6, "gold")
+    out, xml = project.pytester.path / "out", project.pytester.path / "junit.xml"
+    result = project.run("-q", "--ncp-canaries=6", f"--ncp-canary-set={GOLD}", f"--ncp-report={out}",
+                         f"--junitxml={xml}", "--ncp-min-survival=0@4")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.stdout.fnmatch_lines(["auditor canaries: 3/3 violations caught, 3/3 clean passed",
+                                 "canary gate PASSED: *"])
+    data = json.loads((out / "results.json").read_text())
+    assert data["canaries"]["caught"] == 3 and data["canaries"]["passed"] == 3 and data["canaries"]["ok"] is True
+    assert sorted(c["case"] for c in data["canaries"]["cases"]) == sorted(c.id for c in cases)
+    assert len(data["episodes"]) == 1  # canaries never become episodes
+    props = {p.get("name"): p.get("value") for p in ET.parse(xml).getroot().iter("property")}
+    assert props["ncp.canary_caught"] == "3" and props["ncp.canary_passed"] == "3"
+    assert props["ncp.canary_violations"] == "3" and props["ncp.canary_ok"] == "True"
+
+
+def test_a_gated_run_whose_auditor_misses_canaries_fails_naming_the_auditor(project):
+    # The narrator's episode is clean and the survival gate passes: only the canaries fail the run.
+    canaries(project, 6, "never")
+    result = project.run("-q", "--ncp-canaries=6", f"--ncp-canary-set={GOLD}", "--ncp-min-survival=0@4")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "ncp survival gate PASSED: *",
+        "auditor canaries: 0/3 violations caught, 3/3 clean passed",
+        "canary gate FAILED: the auditor (openai/gpt-4o-mini) missed known answers *the AUDITOR, not the "
+        "narrator, is in doubt*",
+    ])
+    assert "failed" not in result.parseoutcomes()  # no narrator test is blamed
+
+
+def test_invalid_canary_answers_are_misses(project):
+    canaries(project, 4, "invalid")
+    result = project.run("-q", "--ncp-canaries=4", f"--ncp-canary-set={GOLD}", "--ncp-min-canary-recall=0.5")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["auditor canaries: 0/2 violations caught, 0/2 clean passed (4 invalid answer(s), "
+                                 "counted as misses)"])
+
+
+def test_a_missing_canary_set_is_a_usage_error(project):
+    result = project.run("--ncp-canaries=3", f"--ncp-canary-set={project.pytester.path / 'nowhere'}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--ncp-canary-set: no gold set at *nowhere*"])
