@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report to FILE")
     p.add_argument("--label", action="append", metavar="NAME",
                    help="name of a run in the tables, once per RESULTS in order (default: narrator (model))")
+    p.add_argument("--calibration", action="append", default=[], metavar="FILE",
+                   help="calibration.json of `ncp calibrate` (or its folder) to add to the HTML report; one beside "
+                        "a results.json is found without this")
     p.add_argument("--title", default="NCP-Bench report", help="heading of the Markdown and HTML reports")
     p.set_defaults(func=cmd_report)
 
@@ -50,12 +53,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_terminal(rows))
     if args.html:
-        from ..report.html import render_html
+        from ..report.html import find_calibrations, render_html
 
         out = Path(args.html)
         try:
+            calibrations = find_calibrations(runs, args.calibration)
+        except (OSError, ValueError) as exc:
+            print(f"ncp report: error: cannot read a calibration file: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        try:
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(render_html(runs, title=args.title), encoding="utf-8")
+            out.write_text(render_html(runs, title=args.title, calibrations=calibrations), encoding="utf-8")
         except OSError as exc:
             print(f"ncp report: error: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_USAGE

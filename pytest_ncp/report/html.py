@@ -39,17 +39,39 @@ _MARK_TITLE = {"fact": "source of a ledger change", "rejected": "flagged, reject
 
 
 def write_html(results_paths: Sequence[str | Path], out: str | Path, *,
-               labels: Sequence[str] | None = None) -> Path:
-    """Write one self-contained HTML report of these results files to ``out``; returns its path."""
+               labels: Sequence[str] | None = None, calibrations: Sequence[str | Path] = ()) -> Path:
+    """Write one self-contained HTML report of these results files to ``out``; returns its path.
+
+    ``calibrations`` (calibration.json files of ``ncp calibrate``) add an auditor-calibration section;
+    a calibration.json beside a results.json is found without being named.
+    """
     runs = load_runs(list(results_paths), labels)
     out = Path(out)
     if out.parent and not out.parent.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_html(runs), encoding="utf-8")
+    out.write_text(render_html(runs, calibrations=find_calibrations(runs, calibrations)), encoding="utf-8")
     return out
 
 
-def render_html(runs: Sequence[RunData], *, title: str = "NCP-Bench report") -> str:
+def find_calibrations(runs: Sequence[RunData], given: Sequence[str | Path] = ()) -> list[dict[str, Any]]:
+    """calibration.json files named, plus any lying beside a run's results.json (read, not checked)."""
+    import json
+
+    from ..calibration.audit import CALIBRATION_FILE
+
+    paths = [Path(p) / CALIBRATION_FILE if Path(p).is_dir() else Path(p) for p in given]
+    paths += [p for p in (r.path.parent / CALIBRATION_FILE for r in runs) if p.is_file() and p not in paths]
+    return [json.loads(p.read_text(encoding="utf-8")) for p in paths]
+
+
+def _calibration_view(data: Mapping[str, Any]) -> dict[str, Any]:
+    from .calibration import calibration_head, calibration_rows
+
+    return {"model": data.get("model"), "head": calibration_head(data), "rows": calibration_rows(data)}
+
+
+def render_html(runs: Sequence[RunData], *, title: str = "NCP-Bench report",
+                calibrations: Sequence[Mapping[str, Any]] = ()) -> str:
     """The report as one HTML string (``runs`` from ``pytest_ncp.report.runs.load_runs``)."""
     import jinja2
     from markupsafe import Markup
@@ -70,6 +92,7 @@ def render_html(runs: Sequence[RunData], *, title: str = "NCP-Bench report") -> 
     return template.render(
         title=title, version=__version__, rows=rows, sections=sections(rows), runs=views, chart=survival_chart(runs),
         kinds=CONFLICT_KINDS, kind_labels=KIND_LABELS, states=STATES, Markup=Markup,
+        calibrations=[_calibration_view(c) for c in calibrations],
     )
 
 
@@ -139,8 +162,20 @@ def _run_view(index: int, run: RunData) -> dict[str, Any]:
                    if config.get(k) is not None],
         "reviews_path": str(run.reviews_path) if run.reviews_path else None,
         "demo": bool(config.get("demo")),
+        "canaries": _canaries(run.results.get("canaries")),
         "episodes": [_episode_view(run, f"r{index}-e{j}", e) for j, e in enumerate(run.episodes)],
     }
+
+
+def _canaries(summary: Any) -> dict[str, Any] | None:
+    if not isinstance(summary, Mapping):
+        return None
+    from ..calibration.audit import canary_line
+
+    try:
+        return {"line": canary_line(dict(summary)), "ok": bool(summary.get("ok"))}
+    except KeyError:
+        return None
 
 
 def _episode_view(run: RunData, anchor: str, e: Mapping[str, Any]) -> dict[str, Any]:

@@ -174,3 +174,16 @@ def test_ncp_run_with_canaries_stores_them_and_fails_on_a_sleeping_auditor(ncp_m
     data = json.loads((out / "results.json").read_text())
     assert data["canaries"]["caught"] == 0 and data["canaries"]["ok"] is False
     assert [e["termination"] for e in data["episodes"]] != ["error"]  # the episode itself was judged
+
+
+def test_the_html_report_shows_a_calibration_found_beside_the_results(ncp_model_server, gold, tmp_path, capsys):
+    install(ncp_model_server, gold.cases, "always")
+    run = tmp_path / "run"
+    assert main(["demo", "--out", str(run), "--specs", str(ROOT / "specs" / "caligari.yaml"), "--max-turns", "2"]) == 0
+    code, _ = calibrate(ncp_model_server, run, "--cases", gold.cases[0].spec.id)
+    assert code == 0
+    html = tmp_path / "report.html"
+    assert main(["report", str(run), "--html", str(html)]) == 0
+    text = html.read_text()
+    assert 'id="calibration"' in text and "openai/scripted-auditor" in text
+    assert "conflict: player_input" in text and "invalid answers: 0 case(s)" in text
