@@ -78,6 +78,9 @@ def register(sub: Any) -> None:
     p.add_argument("--reviewer", help="your name in the labels (default: the login name)")
     p.add_argument("--all", action="store_true", dest="relabel",
                    help="also show conflicts you already labelled (a new answer replaces the old)")
+    p.add_argument("--export-gold", metavar="DIR",
+                   help="instead of reviewing: write the labelled conflicts as draft gold cases into the gold set DIR "
+                        "(DIR/cases/<spec>--reviews.yaml, frozen spec copies in DIR/specs/); see docs/auditor.md")
     p.set_defaults(func=cmd_review)
 
 
@@ -235,6 +238,20 @@ def cmd_review(args: argparse.Namespace) -> int:
     from ..review import walk
     from ..traces import RunFileError
 
+    if getattr(args, "export_gold", None):
+        from ..calibration.export import export_gold
+
+        try:
+            written, skipped = export_gold(args.run_dir, args.export_gold)
+        except RunFileError as exc:
+            return _usage(str(exc))
+        for reason in skipped:
+            print(f"skipped: {reason}")
+        for path in written:
+            print(f"wrote {path} (review: draft)")
+        print(f"{len(written)} case file(s) written; check the labels, then: ncp calibrate --check --set "
+              f"{args.export_gold}")
+        return EXIT_OK
     reviewer = args.reviewer or _login()
     try:
         walk(args.run_dir, reviewer=reviewer, relabel=args.relabel)

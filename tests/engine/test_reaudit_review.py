@@ -258,3 +258,24 @@ def test_reaudit_skips_episodes_that_never_started(ncp_model_server, tmp_path):
     (tmp_path / "src" / "results.json").write_text(json.dumps(data))
     assert reaudit(ncp_model_server, tmp_path / "src", tmp_path / "new") == 0
     assert [e["spec_id"] for e in results(tmp_path / "new")["episodes"]] == ["caligari"]
+
+
+def test_review_labels_export_to_the_gold_set_as_draft_cases(conflict_run, tmp_path, capsys):
+    from pytest_ncp.calibration.goldset import load_gold_set
+
+    review(conflict_run, "a\n\nd\nthe player was answered\nq\n")
+    gold_dir = tmp_path / "gold"
+    assert main(["review", str(conflict_run), "--export-gold", str(gold_dir)]) == 0
+    assert "2 case file(s) written" in capsys.readouterr().out
+    gold = load_gold_set(gold_dir)
+    assert gold.problems == []
+    by_spec = {c.spec.id: c for c in gold.cases}
+    assert set(by_spec) == {"caligari", "metropolis"}  # the unlabelled nosferatu conflict stays out
+    agreed, disputed = by_spec["caligari"], by_spec["metropolis"]
+    assert [str(c) for c in agreed.conflicts] == ["fact:F2"] and agreed.point.turn == 2
+    assert agreed.response == NARRATION and agreed.point.previous == NARRATION
+    assert disputed.conflicts == () and "the player was answered" in disputed.why
+    assert gold.reviews["caligari--reviews.yaml"]["status"] == "draft"
+    # Exporting again adds nothing twice.
+    assert main(["review", str(conflict_run), "--export-gold", str(gold_dir)]) == 0
+    assert len(load_gold_set(gold_dir).cases) == 2
