@@ -187,9 +187,10 @@ def _load_file(path: Path, spec_dir: Path, gold: GoldSet) -> None:
     import yaml
 
     text = path.read_text(encoding="utf-8")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C parser when libyaml is there
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        node = yaml.compose(text, Loader=loader)
+        data = yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         gold.problems.append(f"{path}:{mark.line + 1 if mark else 1}: invalid YAML: {getattr(exc, 'problem', exc)}")

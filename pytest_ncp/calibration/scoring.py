@@ -11,8 +11,9 @@ Counting rules (docs/auditor.md explains them):
 - an invalid answer (the auditor gave no verdict the fail-closed rules accept, or the call failed)
   is never right: its positives are counted as misses in ``invalid``, its negatives as ``invalid``
   too (not a true negative); recall = tp / (tp + fn + invalid positives);
-- precision and recall intervals: Wilson score 95 %; F1 interval: percentile bootstrap over cases
-  (1000 resamples, fixed seed, so a report is reproducible).
+- precision and recall intervals: Wilson score 95 %; F1 interval: 2.5-97.5 percentiles of a Bayesian
+  bootstrap over cases (Rubin 1981: Dirichlet weights on the cases, 2000 draws, fixed seed, so a report
+  is reproducible).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ..metrics import wilson
 
 CONFLICT_TYPES = ("fact", "commitment", "player_input")
-BOOTSTRAP = 1000
+BOOTSTRAP = 2000
 # (tp, fp, fn, tn, invalid positives, invalid negatives) of one case for one row
 Counts = tuple[int, int, int, int, int, int]
 
@@ -161,14 +162,7 @@ def _sum(rows: Iterable[Counts]) -> list[int]:
 def figures(per_case: Sequence[Counts], *, binary: bool = True, seed: int = 0) -> dict[str, Any]:
     tp, fp, fn, tn, ip, ineg = total = _sum(per_case)
     p_den, r_den = tp + fp, tp + fn + ip
-    f1s: list[float] = []
-    if per_case and (p_den or r_den):
-        rng = random.Random(seed)
-        for _ in range(BOOTSTRAP):
-            f = _f1(_sum(rng.choices(per_case, k=len(per_case))))
-            if f is not None:  # a resample without any positive has no F1: it is left out
-                f1s.append(f)
-        f1s.sort()
+    f1s = _bayesian_bootstrap_f1(per_case, seed) if per_case and (p_den or r_den) else []
     return {
         "cases": len(per_case), "tp": tp, "fp": fp, "fn": fn, "tn": tn, "invalid_pos": ip, "invalid_neg": ineg,
         "precision": _ratio(tp, p_den), "precision_ci": list(wilson(tp, p_den)) if p_den else None,
@@ -177,6 +171,25 @@ def figures(per_case: Sequence[Counts], *, binary: bool = True, seed: int = 0) -
         # share of negative cases answered "no" (per-case rows only: item rows have no true negatives)
         "specificity": _ratio(tn, tn + fp + ineg) if binary else None,
     }
+
+
+def _bayesian_bootstrap_f1(per_case: Sequence[Counts], seed: int) -> list[float]:
+    """F1 under Dirichlet(1, ..., 1) weights on the cases, drawn per distinct count pattern (a gamma
+    with the pattern's multiplicity), so a draw costs a few variates instead of one per case."""
+    patterns: dict[Counts, int] = {}
+    for c in per_case:
+        patterns[c] = patterns.get(c, 0) + 1
+    rng = random.Random(seed)
+    f1s = []
+    for _ in range(BOOTSTRAP):
+        tp = fp = fn = ip = 0.0
+        for (ctp, cfp, cfn, _tn, cip, _in), k in patterns.items():
+            w = rng.gammavariate(k, 1.0)
+            tp, fp, fn, ip = tp + w * ctp, fp + w * cfp, fn + w * cfn, ip + w * cip
+        den = 2 * tp + fp + fn + ip
+        if den > 0:  # a draw that weighs only negatives has no F1: left out
+            f1s.append(2 * tp / den)
+    return sorted(f1s)
 
 
 def score(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

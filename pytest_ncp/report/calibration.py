@@ -55,5 +55,5 @@ def calibration_table(data: Mapping[str, Any]) -> str:
 
     header = line({k: h for k, h, _ in cols})
     return "\n".join([*calibration_head(data), "", header, "-" * len(header), *(line(r) for r in rows),
-                      "", "precision/recall intervals: Wilson 95%; F1: bootstrap over cases (1000 resamples); "
+                      "", "precision/recall intervals: Wilson 95%; F1: Bayesian bootstrap over cases (2000 draws); "
                       "invalid answers count as misses (inv)."])
