@@ -51,6 +51,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--record-mode", choices=("none", "once", "new_episodes", "all"),
                    help="record/replay the auditor calls to cassettes (none = replay only)")
     p.add_argument("--cassettes", metavar="DIR", help="cassette directory for --record-mode")
+    p.add_argument("--scripted", choices=("gold", "never", "always", "invalid"),
+                   help="offline: audit against the bundled scripted server answering every case with its gold "
+                        "label, never a conflict, a conflict of every type, or garbage (scripted answers: shows "
+                        "what the figures mean, judges nothing)")
     p.set_defaults(func=cmd_calibrate)
 
 
@@ -75,6 +79,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
               + "".join(f"\n    {f}: {r.get('reviewer')} ({r.get('date')}): {r.get('notes') or ''}".rstrip()
                         for f, r in sorted(reviewed.items())))
         return EXIT_FAILED if gold.problems else EXIT_OK
+    if args.scripted:
+        return _scripted(args, gold)
     if not args.auditor_model:
         return _usage("give --auditor-model MODEL (the auditor to score), or --check to validate the set")
     if args.record_mode and not args.cassettes:
@@ -107,6 +113,19 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         print("calibration gate passed")
     return EXIT_OK
+
+
+def _scripted(args: argparse.Namespace, gold: object) -> int:
+    from ..testing import ScriptedModelServer
+    from ..testing.calibration import install
+
+    with ScriptedModelServer() as server:
+        install(server, gold.cases, args.scripted)  # type: ignore[attr-defined]
+        args.auditor_model = args.auditor_model or f"openai/scripted-{args.scripted}"
+        args.api_base, args.scripted = server.base_url, None
+        print(f"offline: the auditor is the scripted server at {server.base_url} answering '{args.auditor_model}' "
+              "(scripted answers, not real judgments)")
+        return cmd_calibrate(args)
 
 
 def run_calibration(cases: list, *, model: str, api_base: str | None = None, concurrency: int = 16,
