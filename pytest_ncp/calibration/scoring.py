@@ -5,6 +5,8 @@ figures come from a live run, a replayed one, or the file alone.
 
 Counting rules (docs/auditor.md explains them):
 - binary steps (a conflict of a type, trigger, key delta, advanced): one decision per case;
+- the fact, trajectory and commitment rows are scored on clean cases only: an episode applies those
+  answers only on a turn without a confirmed conflict (DESIGN 3), so on a violation they never count;
 - item steps (facts added, facts negated, commitments satisfied): one decision per gold or predicted
   item; an added fact matches a gold one when their quotes share at least half the words of the
   shorter quote (one-to-one);
@@ -103,20 +105,28 @@ def _flagged(r: Mapping[str, Any]) -> Counts:
     return _binary(bool(r["gold"]["conflicts"]), bool(r["pred"]["flagged"]) if _valid(r) else None)
 
 
+def _clean(r: Mapping[str, Any]) -> bool:
+    return not r["gold"]["conflicts"]
+
+
 @_row("trajectory: trigger", "trajectory_update")
 def _trigger(r: Mapping[str, Any]) -> Counts | None:
-    if r["gold"]["trigger_done"]:
+    if not _clean(r) or r["gold"]["trigger_done"]:
         return None  # the trigger is remembered from an earlier turn: nothing to judge here
     return _binary(r["gold"]["trigger"], r["pred"].get("trigger") if _valid(r) else None)
 
 
 @_row("trajectory: key delta", "trajectory_update")
-def _delta(r: Mapping[str, Any]) -> Counts:
+def _delta(r: Mapping[str, Any]) -> Counts | None:
+    if not _clean(r):
+        return None
     return _binary(r["gold"]["delta"], r["pred"].get("delta") if _valid(r) else None)
 
 
 @_row("trajectory: advanced", "trajectory_update")
-def _advanced(r: Mapping[str, Any]) -> Counts:
+def _advanced(r: Mapping[str, Any]) -> Counts | None:
+    if not _clean(r):
+        return None
     g = r["gold"]
     pred = None
     if _valid(r):
@@ -125,18 +135,22 @@ def _advanced(r: Mapping[str, Any]) -> Counts:
 
 
 @_row("facts added", "fact_update", binary=False)
-def _added(r: Mapping[str, Any]) -> Counts:
+def _added(r: Mapping[str, Any]) -> Counts | None:
+    if not _clean(r):
+        return None
     return _items(r["gold"]["added"], r["pred"].get("added") if _valid(r) else None, quotes_match)
 
 
 @_row("facts negated", "fact_update", binary=False)
-def _negated(r: Mapping[str, Any]) -> Counts:
+def _negated(r: Mapping[str, Any]) -> Counts | None:
+    if not _clean(r):
+        return None
     return _items(r["gold"]["negated"], r["pred"].get("negated") if _valid(r) else None, _eq)
 
 
 @_row("commitments satisfied", "commitment_check", binary=False)
 def _satisfied(r: Mapping[str, Any]) -> Counts | None:
-    if not r["gold"]["pending"]:
+    if not _clean(r) or not r["gold"]["pending"]:
         return None  # nothing pending: the step does not run
     return _items(r["gold"]["satisfied"], r["pred"].get("satisfied") if _valid(r) else None, _eq)
 
