@@ -73,6 +73,15 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return SpecFile.from_parent(parent, path=file_path)
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    ncp = _ncp(session.config)
+    if ncp is None or ncp.is_worker or session.config.option.collectonly:
+        return
+    # Auditor canaries run once, on the controller, beside the episodes. Not in pytest_runtestloop: under
+    # xdist the controller's own runtestloop answers that hook first and ours never runs.
+    ncp.start_canaries()
+
+
 def pytest_runtestloop(session: pytest.Session) -> None:
     ncp = _ncp(session.config)
     if ncp is None or ncp.is_worker or session.config.option.collectonly:
@@ -81,7 +90,6 @@ def pytest_runtestloop(session: pytest.Session) -> None:
 
     # Start every selected episode now, so they run concurrently while items report in order.
     ncp.prefetch([(i.spec, i.repeat) for i in session.items if isinstance(i, EpisodeItem)])
-    ncp.start_canaries()
 
 
 class _XdistHooks:

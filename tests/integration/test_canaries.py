@@ -65,3 +65,17 @@ def test_a_missing_canary_set_is_a_usage_error(project):
     result = project.run("--ncp-canaries=3", f"--ncp-canary-set={project.pytester.path / 'nowhere'}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--ncp-canary-set: no gold set at *nowhere*"])
+
+
+def test_canaries_run_once_on_the_xdist_controller(project):
+    canaries(project, 4, "gold")
+    xml = project.pytester.path / "junit.xml"
+    result = project.run_subprocess("-n", "2", "-q", "--ncp-canaries=4", f"--ncp-canary-set={GOLD}",
+                                    f"--junitxml={xml}")
+    result.stdout.fnmatch_lines(["auditor canaries: 2/2 violations caught, 2/2 clean passed"])
+    props = {p.get("name"): p.get("value") for p in ET.parse(xml).getroot().iter("property")}
+    assert props["ncp.canary_k"] == "4" and props["ncp.canary_ok"] == "True"
+    # Each canary was audited once: one conflict check per canary reached the server.
+    checks = [r for r in project.server.requests if r.step == "conflict_check" and "<narration>" in r.text
+              and any(c.response.split()[0] in r.text for c in sample_canaries(load_gold_set(GOLD).cases, 4, seed=0))]
+    assert len(checks) >= 4
