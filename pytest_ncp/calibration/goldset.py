@@ -382,16 +382,20 @@ def balance(cases: Iterable[GoldCase]) -> dict[str, Any]:
     cases = list(cases)
     n = len(cases)
     per_type = {t: sum(t in c.conflict_types for c in cases) for t in CONFLICT_TYPES}
-    clean = sum(not c.violation for c in cases)
+    clean_cases = [c for c in cases if not c.violation]
+    clean = len(clean_cases)
     tags = collections.Counter(t for c in cases for t in c.tags)
     per_spec = collections.Counter(c.spec.id for c in cases)
     return {
         "cases": n, "specs": len(per_spec), "clean": clean, "clean_share": clean / n if n else 0.0,
         "violations": n - clean, "per_type": per_type, "per_spec": dict(sorted(per_spec.items())),
         "tags": {t: tags.get(t, 0) for t in HARD_TAGS},
-        "labels": {"trigger": sum(c.trigger for c in cases), "delta": sum(c.delta for c in cases),
-                   "advanced": sum(c.advanced for c in cases), "added": sum(len(c.added) for c in cases),
-                   "negated": sum(len(c.negated) for c in cases), "satisfied": sum(len(c.satisfied) for c in cases)},
+        # The other steps are scored on clean cases only (an episode ignores them after a confirmed conflict).
+        "labels": {"trigger": sum(c.trigger for c in clean_cases), "delta": sum(c.delta for c in clean_cases),
+                   "advanced": sum(c.advanced for c in clean_cases),
+                   "added": sum(len(c.added) for c in clean_cases),
+                   "negated": sum(len(c.negated) for c in clean_cases),
+                   "satisfied": sum(len(c.satisfied) for c in clean_cases)},
     }
 
 
@@ -406,7 +410,7 @@ def balance_lines(b: Mapping[str, Any]) -> list[str]:
         f"{mark(b['clean_share'] >= TARGETS['clean_share'])}), violations {b['violations']}",
         "conflict types: " + ", ".join(f"{t} {k} ({mark(k >= TARGETS['per_type'])})" for t, k in b["per_type"].items()),
         "hard cases: " + ", ".join(f"{t} {k}" + ("" if k else " (NONE)") for t, k in b["tags"].items()),
-        "other labels: " + ", ".join(f"{k} {v}" for k, v in b["labels"].items()),
+        "labels of clean cases (where the other steps are scored): " + ", ".join(f"{k} {v}" for k, v in b["labels"].items()),
         "per spec: " + ", ".join(f"{s} {k}" for s, k in b["per_spec"].items()),
     ]
     return lines
