@@ -13,7 +13,8 @@ A case file::
       castle-supper:
         turn: 6                      # the turn being audited
         node: deed-signed            # current trajectory node (id)
-        trigger_done: false          # its trigger already happened in an earlier turn
+        trigger_done: false          # its trigger happened in the previous turn (the auditor is told so,
+                                     # as an episode remembers it: TurnContext.trigger_turn = turn - 1)
         added: {F11: "..."}          # facts earlier turns added (ids as the ledger gives them)
         negated: [F6]                # facts earlier turns negated
         commitments: {C3: SATISFIED} # states other than PENDING
@@ -26,7 +27,8 @@ A case file::
         conflict: fact:F2            # or commitment:C1, player_input, a list of them; absent = clean
         trigger: true                # current node: trigger event happens in this response
         delta: false                 # current node: key delta happens in this response
-        added: ["quote", ...]        # a quote of the response for every new fact it establishes
+        added: ["quote", ...]        # a quote of the response for every new fact it establishes: verbatim
+                                     # and substantial (pytest_ncp.quotes.check_quote, as the auditor checks)
         negated: [F6]                # active facts the response makes untrue
         satisfied: [C5]              # pending commitments the response fulfils
         tags: [paraphrase]           # hard-case tags (HARD_TAGS)
@@ -42,8 +44,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ..auditor import CONFLICT_TYPES, TurnContext, quote_in
+from ..auditor import CONFLICT_TYPES, TurnContext
 from ..ledger import FactLedger
+from ..quotes import check_quote
 from ..spec import NarrativeSpec, SpecError, _line_map, _nearest_line, load_spec
 
 DEFAULT_SET = "calibration"
@@ -142,7 +145,13 @@ class GoldCase:
         return TurnContext(spec=self.spec, turn=self.point.turn, player_input=self.player_input,
                            response=self.response, facts=self.ledger().active(), node_index=self.point.node_index,
                            commitment_states=self.commitment_states(),  # type: ignore[arg-type]
-                           previous_response=self.point.previous)
+                           previous_response=self.point.previous, trigger_turn=self.trigger_turn)
+
+    @property
+    def trigger_turn(self) -> int | None:
+        """The turn an episode remembers the current node's trigger from (trigger memory): the point's
+        previous turn when ``trigger_done``, else None."""
+        return self.point.turn - 1 if self.point.trigger_done else None
 
     def key(self) -> tuple[str, int, str, str]:
         """What tells cases apart in the prompts of every step (see ``check``)."""
@@ -345,9 +354,10 @@ def _label_problems(case: GoldCase) -> list[str]:
         out.append("delta: the key delta cannot happen before the trigger (set trigger, or trigger_done on the point)")
     if case.trigger and case.point.trigger_done:
         out.append("trigger: the point says the trigger already happened; label only what this response does")
-    for q in case.added:
-        if not quote_in(q, case.response):
-            out.append(f"added: quote {q!r} does not occur in the response")
+    for q in case.added:  # the auditor's own rule: a verbatim, substantial span of the response
+        problem = check_quote(q, case.response)
+        if problem:
+            out.append(f"added: {problem}")
     for fid in case.negated:
         if fid not in active:
             out.append(f"negated: {fid!r} is not an active fact at this point")

@@ -5,7 +5,7 @@ shows: the story title, the turn number, the player's input and the narration (`
 --check`` keeps that combination unique). ``install(server, cases, answer)`` adds one rule per step;
 ``answer(case)`` picks the behaviour per case:
 
-- ``"gold"``: the gold label of every step (a perfect auditor);
+- ``"gold"``: the gold label of every step (a perfect auditor), its quotes verified as the auditor verifies them;
 - ``"never"``: no conflict, nothing added, no progress (an auditor that is asleep);
 - ``"always"``: a conflict of every type on every turn, naming ids listed in the prompt;
 - ``"invalid"``: text that is not JSON, at every attempt (fail closed: an auditor error).
@@ -40,13 +40,22 @@ def request_key(text: str) -> tuple[str, int, str, str] | None:
             _squash(narration.group(1)))
 
 
-def _opening(response: str, words: int = 8) -> str:
-    return " ".join(response.split()[:words])
+def evidence(response: str, words: int = 8) -> str:
+    """A quote the auditor's fail-closed rules accept (``quotes.check_quote``): the first run of
+    ``words`` words that verifies, else the whole response."""
+    from ..quotes import check_quote
+
+    tokens = response.split()
+    for start in range(max(len(tokens) - words, 0) + 1):
+        quote = " ".join(tokens[start:start + words])
+        if check_quote(quote, response) is None:
+            return quote
+    return response
 
 
 def gold_answer(case: Any, step: str) -> Any:
-    """The answer a perfect auditor gives at ``step`` for a gold case."""
-    quote = _opening(case.response)
+    """The answer a perfect auditor gives at ``step`` for a gold case, with verified evidence quotes."""
+    quote = evidence(case.response)
     if step == "conflict_check":
         return {"conflicts": [{"type": c.type, "fact_ids": list(c.ids) if c.type == "fact" else [],
                                "commitment_ids": list(c.ids) if c.type == "commitment" else [], "quote": quote,
@@ -57,7 +66,9 @@ def gold_answer(case: Any, step: str) -> Any:
         return {"added": [{"text": q, "quote": q} for q in case.added],
                 "negated": [{"fact_id": f, "quote": quote} for f in case.negated]}
     if step == "trajectory_update":
-        return {"trigger_event_occurred": case.trigger, "key_delta_occurred": case.delta, "evidence": quote}
+        # Trigger memory: when the trigger happened at an earlier turn the prompt says so and asks for true.
+        return {"trigger_event_occurred": case.trigger or case.trigger_turn is not None,
+                "key_delta_occurred": case.delta, "evidence": quote}
     if step == "commitment_check":
         return {"satisfied": [{"commitment_id": c, "evidence": quote} for c in case.satisfied]}
     raise ValueError(step)
@@ -66,7 +77,7 @@ def gold_answer(case: Any, step: str) -> Any:
 def flag_everything(request: RecordedRequest) -> dict[str, Any]:
     """A conflict of every type, with ids taken from the prompt's ledger and commitment lists."""
     narration = _NARRATION.search(request.text)
-    quote = _opening(narration.group(1)) if narration else ""
+    quote = evidence(narration.group(1)) if narration else ""
     fact = re.search(r"^\[(F\d+)\]", request.text, re.M)
     commitment = re.search(r"^\[(C\d+)\]", request.text, re.M)
     conflicts = [

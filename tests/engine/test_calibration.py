@@ -143,18 +143,42 @@ def test_check_names_file_line_and_what_is_wrong(tmp_path, capsys):
             conflict: commitment
             delta: true
             why: broken on purpose too
+          - id: x-3
+            point: inn
+            input: I warm my hands.
+            response: The innkeeper shrugs and turns back to his fire.
+            added: ["his fire", "keeper shrugs and turns"]
+            why: quotes the strict matcher refuses (too short; not on a word boundary)
         """))
     assert main(["calibrate", "--check", "--set", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     path = tmp_path / "cases" / "nosferatu.yaml"
     for expected in (f"{path}:4: points.bad.node: 'no-such-node' names no trajectory node",
                      f"{path}:6: cases.0: conflict fact:F99: a fact conflict names active fact ids",
-                     "added: quote 'a book about vampires' does not occur in the response",
+                     "added: quote 'a book about vampires' does not occur in the narrator's response",
+                     "added: quote 'his fire' is too short to verify anything",
+                     "added: quote 'keeper shrugs and turns' does not occur in the narrator's response",
                      "satisfied: 'C1' is not a pending achievement or ordering",
                      "a commitment conflict names pending commitment ids (none given)",
                      "delta: the key delta cannot happen before the trigger",
                      "duplicate case id 'x-1'"):
         assert expected in out, expected
+
+
+def test_a_point_whose_trigger_happened_earlier_tells_the_trajectory_prompt(ncp_model_server, gold, tmp_path):
+    # Trigger memory, as in episodes: the prompt names the turn of the trigger and asks for the key delta.
+    done = [c for c in gold.cases if c.point.trigger_done]
+    fresh = [c for c in gold.cases if c.spec.id == done[0].spec.id and not c.point.trigger_done]
+    assert done and fresh
+    install(ncp_model_server, done + fresh, "gold")
+    code, data = calibrate(ncp_model_server, tmp_path, "--cases", *{c.id for c in done + fresh})
+    assert code == 0 and data["summary"]["invalid"]["cases"] == 0
+    prompts = {c.id: [r.text for r in ncp_model_server.requests if r.step == "trajectory_update"
+                      and " ".join(c.response.split()) in " ".join(r.text.split())] for c in done + fresh}
+    for c in done:
+        assert prompts[c.id] and all(f"already happened at turn {c.point.turn - 1}" in t for t in prompts[c.id]), c.id
+    for c in fresh:
+        assert prompts[c.id] and not any("already happened at turn" in t for t in prompts[c.id]), c.id
 
 
 def test_canaries_are_sampled_reproducibly_half_violations(gold):

@@ -79,3 +79,19 @@ def test_canaries_run_once_on_the_xdist_controller(project):
     checks = [r for r in project.server.requests if r.step == "conflict_check" and "<narration>" in r.text
               and any(c.response.split()[0] in r.text for c in sample_canaries(load_gold_set(GOLD).cases, 4, seed=0))]
     assert len(checks) >= 4
+
+
+def test_canary_gate_error_budget_and_survival_gate_each_say_their_part(project):
+    # Episodes cannot be judged (exit 6 wins: the run proves nothing) and the auditor also misses canaries:
+    # every verdict is printed, and the canary one still names the auditor.
+    cases = canaries(project, 4, "never")
+    assert all(c.spec.id != "caligari" for c in cases)
+    project.server.add(step="fact_update", contains="STORY: The Cabinet of Dr. Caligari", reply="not json at all")
+    result = project.run("-q", "--ncp-canaries=4", f"--ncp-canary-set={GOLD}", "--ncp-min-survival=0.5@2")
+    assert result.ret == 6, result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "ncp error budget EXCEEDED: 1 of 1 episode(s) of the session could not be judged*",
+        "ncp survival gate FAILED: cannot decide: *",
+        "auditor canaries: 0/2 violations caught, 2/2 clean passed",
+        "canary gate FAILED: *the AUDITOR, not the narrator, is in doubt*",
+    ])
