@@ -59,7 +59,7 @@ def _case(item: Any, labels: list[dict[str, Any]], trace: Any, spec: Any) -> tup
         return None, None, "the opening narration has no player input (gold cases start at turn 1)"
     added: dict[str, str] = {}
     negated: list[str] = []
-    node_index, states, previous, current = 0, {}, None, None
+    node_index, states, previous, current, trigger_turn = 0, {}, None, None, None
     for event in trace.of("turn"):
         turn = int(event["turn"])
         if turn < item.turn:
@@ -71,6 +71,7 @@ def _case(item: Any, labels: list[dict[str, Any]], trace: Any, spec: Any) -> tup
             node_index = int(event.get("node_index", node_index))
             states = dict(event.get("commitments") or {})
             previous = event.get("response")
+            trigger_turn = event.get("trigger_turn")  # trigger memory: the current node's trigger happened
         elif turn == item.turn:
             current = event
     if current is None or node_index >= len(spec.trajectory):
@@ -91,11 +92,14 @@ def _case(item: Any, labels: list[dict[str, Any]], trace: Any, spec: Any) -> tup
     point_id = f"r{item.repeat}-t{item.turn}-{tag}"
     point = {"turn": item.turn, "node": spec.trajectory[node_index].id, "added": added, "negated": negated,
              "commitments": {k: s for k, s in states.items() if s == "SATISFIED"}, "previous": previous}
+    if trigger_turn is not None:
+        point["trigger_done"] = True  # the auditor was told so; the case labels only what this response does
     case = {
         "id": f"{item.spec_id}-review-{point_id}", "point": point_id,
         "input": current.get("player_input") or "", "response": current.get("response") or "",
         **({"conflict": conflict} if conflict else {}),
-        "trigger": bool(trajectory.get("trigger_event_occurred")), "delta": bool(trajectory.get("key_delta_occurred")),
+        "trigger": trigger_turn is None and bool(trajectory.get("trigger_event_occurred")),
+        "delta": bool(trajectory.get("key_delta_occurred")),
         "added": [a["quote"] for a in facts.get("added") or ()],
         "negated": [n["fact_id"] for n in facts.get("negated") or ()],
         "satisfied": [s["commitment_id"] for s in commitments.get("satisfied") or ()],

@@ -279,3 +279,22 @@ def test_review_labels_export_to_the_gold_set_as_draft_cases(conflict_run, tmp_p
     # Exporting again adds nothing twice.
     assert main(["review", str(conflict_run), "--export-gold", str(gold_dir)]) == 0
     assert len(load_gold_set(gold_dir).cases) == 2
+
+
+def test_an_exported_case_keeps_the_trigger_the_episode_remembered(ncp_model_server, tmp_path, capsys):
+    # Turn 1 narrates the current node's trigger only; the conflict at turn 2 is audited with that memory,
+    # so the exported point says trigger_done and the case labels only what turn 2 does.
+    from pytest_ncp.calibration.goldset import load_gold_set
+
+    ncp_model_server.add(role="narrator", reply=NARRATION)
+    ncp_model_server.add(step="trajectory_update", regex="TURN 1\\.", reply={
+        "trigger_event_occurred": True, "key_delta_occurred": False, "evidence": "Alan laughs at the door"})
+    ncp_model_server.add(step="conflict_check", regex="TURN 2\\.", reply=flag())
+    record_run(ncp_model_server, tmp_path / "run", max_turns=4)
+    review(tmp_path / "run", "a\n\nq\n")
+    assert main(["review", str(tmp_path / "run"), "--export-gold", str(tmp_path / "gold")]) == 0
+    gold = load_gold_set(tmp_path / "gold")
+    assert gold.problems == [] and len(gold.cases) == 1
+    case = gold.cases[0]
+    assert case.point.turn == 2 and case.point.trigger_done and case.trigger is False
+    assert case.context().trigger_turn == 1
