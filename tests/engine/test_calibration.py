@@ -219,3 +219,19 @@ def test_the_html_report_shows_a_calibration_found_beside_the_results(ncp_model_
     text = html.read_text()
     assert 'id="calibration"' in text and "openai/scripted-auditor" in text
     assert "conflict: player_input" in text and "invalid answers: 0 case(s)" in text
+
+
+def test_ncp_run_with_workers_audits_the_canaries_once_in_the_parent(ncp_model_server, gold, tmp_path, capsys):
+    from pytest_ncp.calibration.audit import sample_canaries
+
+    install(ncp_model_server, sample_canaries(gold.cases, 4, seed=0), "gold")
+    out = tmp_path / "run"
+    code = main(["run", "--narrator", "pytest_ncp.narrators:LLMNarrator", "--narrator-model", "openai/narrator",
+                 "--auditor-model", "openai/auditor", "--api-base", ncp_model_server.base_url,
+                 "--specs", str(ROOT / "tests" / "fixtures" / "caligari.yaml"), "--max-turns", "2",
+                 "--repeats", "2", "--workers", "2", "--out", str(out), "--canaries", "4", "--canary-set", str(GOLD)])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "auditor canaries: 2/2 violations caught, 2/2 clean passed" in printed
+    data = json.loads((out / "results.json").read_text())
+    assert data["canaries"]["ok"] is True and data["canaries"]["k"] == 4 and len(data["episodes"]) == 2
