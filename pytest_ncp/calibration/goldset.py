@@ -131,14 +131,14 @@ class GoldCase:
         return ledger
 
     def commitment_states(self) -> dict[str, str]:
-        states = {c.id: "PENDING" for c in self.spec.commitments}
+        states = {c.id: "PENDING" for c in self.spec.all_commitments}  # the world rules (W1, ...) too, as episodes
         states.update(dict(self.point.commitments))
         return states
 
     def pending(self) -> set[str]:
         """Commitments the commitment check judges at this point (pending, not invariants)."""
         states = self.commitment_states()
-        return {c.id for c in self.spec.commitments if states[c.id] == "PENDING" and c.kind != "invariant"}
+        return {c.id for c in self.spec.all_commitments if states[c.id] == "PENDING" and c.kind != "invariant"}
 
     def context(self) -> TurnContext:
         """The TurnContext an episode would build at this point: what the auditor reads."""
@@ -328,7 +328,7 @@ def _label_problems(case: GoldCase) -> list[str]:
     out: list[str] = []
     spec = case.spec
     active = {f.id for f in case.ledger().active()}
-    kinds = {c.id: c.kind for c in spec.commitments}
+    kinds = {c.id: c.kind for c in spec.all_commitments}  # a world rule (W1, ...) can be broken too
     states = case.commitment_states()
     for c in case.conflicts:
         if c.type not in CONFLICT_TYPES:
