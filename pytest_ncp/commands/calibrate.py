@@ -30,7 +30,7 @@ def _rate(text: str) -> float:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     from ..calibration.goldset import DEFAULT_SET
-    from ..cli import whole_number
+    from ..cli import model_call_options, whole_number
 
     p = sub.add_parser(
         "calibrate", help="score an auditor model on the gold-labelled calibration set (or --check the set)",
@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--api-base", help="OpenAI-compatible endpoint (overrides env vars)")
     p.add_argument("--out", metavar="DIR", help="write DIR/calibration.json (default: calibration-runs/<model>)")
     p.add_argument("--concurrency", type=whole_number(1), default=16, help="cases in flight")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds per model call")
+    model_call_options(p)  # the auditor's calls are shaped as in ncp run (self-hosted models: README)
     p.add_argument("--cases", nargs="+", metavar="ID", help="only these case ids (or spec ids)")
     p.add_argument("--min-recall", type=_rate, metavar="R",
                    help="exit 1 when recall of any conflict row (any, fact, commitment, player_input) is below R")
@@ -95,10 +95,16 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         cases = [c for c in cases if c.id in wanted or c.spec.id in wanted]
         if not cases:
             return _usage(f"no case or spec id matches {' '.join(args.cases)}")
+    from ..cli import client_settings
+
+    try:
+        settings = client_settings(args)
+    except ValueError as exc:
+        return _usage(str(exc))
     out = Path(args.out) if args.out else Path("calibration-runs") / args.auditor_model.replace("/", "_")
     data = run_calibration(cases, model=args.auditor_model, api_base=args.api_base, concurrency=args.concurrency,
-                           timeout=args.timeout, record_mode=args.record_mode, cassettes=args.cassettes,
-                           gold_dir=args.gold)
+                           record_mode=args.record_mode, cassettes=args.cassettes, gold_dir=args.gold,
+                           client_settings=settings)
     from ..calibration.audit import write_calibration
     from ..calibration.scoring import gate_problems
     from ..report.calibration import calibration_table
@@ -129,9 +135,13 @@ def _scripted(args: argparse.Namespace, gold: object) -> int:
 
 
 def run_calibration(cases: list, *, model: str, api_base: str | None = None, concurrency: int = 16,
-                    timeout: float = 120.0, record_mode: str | None = None, cassettes: str | None = None,
-                    gold_dir: str = "") -> dict:
-    """Audit every case with ``model`` and score it: the content of calibration.json."""
+                    record_mode: str | None = None, cassettes: str | None = None, gold_dir: str = "",
+                    client_settings: dict | None = None) -> dict:
+    """Audit every case with ``model`` and score it: the content of calibration.json.
+
+    ``client_settings`` are the ``ModelClient`` options of ``cli.model_call_options`` (timeout, deadline,
+    max tokens, structured-output and system-prompt modes), the same as an ``ncp run`` would use.
+    """
     from ..auditor import LLMAuditor
     from ..calibration.audit import CALIBRATION_VERSION, audit_cases
     from ..calibration.goldset import balance
@@ -139,12 +149,12 @@ def run_calibration(cases: list, *, model: str, api_base: str | None = None, con
     from ..llm import ModelClient, scrub
     from ..prompts import PROMPT_VERSION
 
-    client = ModelClient(api_base=api_base, timeout=timeout, concurrency=concurrency)
+    client = ModelClient(api_base=api_base, concurrency=concurrency, **(client_settings or {}))
     transport = None
     if record_mode:
         from ..cassette import CassetteTransport
 
-        transport = CassetteTransport(record_mode, cassettes or "cassettes", client._litellm_call)
+        transport = CassetteTransport(record_mode, cassettes or "cassettes", client.transport or client.model_call)
         client.transport = transport
     auditor = LLMAuditor(client, model)
     try:
@@ -155,6 +165,8 @@ def run_calibration(cases: list, *, model: str, api_base: str | None = None, con
     return {
         "version": CALIBRATION_VERSION, "model": model, "prompt_version": PROMPT_VERSION,
         "api_base": scrub(api_base) if api_base else None, "set": str(gold_dir),
+        "structured_output": client.structured_output,
+        "structured_output_used": client.output_modes(),  # what ``auto`` chose per endpoint and model
         "balance": balance(cases), "summary": score(rows), "rows": rows,
     }
 

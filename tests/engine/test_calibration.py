@@ -118,6 +118,19 @@ def test_calibration_replays_from_cassettes(ncp_model_server, gold, tmp_path):
     assert replayed["summary"]["rows"] == recorded["summary"]["rows"]
 
 
+def test_calibrate_shapes_the_auditor_calls_as_ncp_run_does(ncp_model_server, gold, tmp_path):
+    # The model-call options of ncp run (self-hosted models) reach the calibration's auditor calls.
+    install(ncp_model_server, gold.cases, "gold")
+    code, data = calibrate(ncp_model_server, tmp_path, "--cases", "nosferatu", "--structured-output", "json_object",
+                           "--max-tokens", "auditor=321")
+    assert code == 0 and data["summary"]["invalid"]["cases"] == 0
+    audits = [r for r in ncp_model_server.requests if r.step]
+    assert audits and all(r.body.get("response_format", {}).get("type") == "json_object" for r in audits)
+    assert all(r.body.get("max_tokens") == 321 for r in audits)
+    assert data["structured_output"] == "json_object"
+    assert main(["calibrate", "--set", str(GOLD), "--auditor-model", "openai/x", "--max-tokens", "judge=3"]) == 2
+
+
 def test_check_names_file_line_and_what_is_wrong(tmp_path, capsys):
     (tmp_path / "specs").mkdir()
     (tmp_path / "cases").mkdir()
