@@ -63,7 +63,6 @@ def test_validate_strict_adds_lint_findings(linty, capsys):
                                      "strict: 1 lint finding(s) in 1 spec(s)"]
 
 
-@pytest.mark.xfail(strict=True, reason="the bundled specs are being rewritten for the playability rules (issue 11)")
 def test_validate_strict_passes_on_all_bundled_specs(capsys):
     assert main(["validate", "--strict", str(SPECS)]) == 0, capsys.readouterr().out
     assert capsys.readouterr().out.splitlines()[-1] == "strict: 0 lint finding(s) in 0 spec(s)"

@@ -232,7 +232,6 @@ def test_bundled_specs_are_lint_clean():
 
 # The playability rules came before the rewrite of the 100 specs (branches specs-a/b/c, issue 11).
 # strict: once the rewritten specs are clean this XPASSes and fails, so the marker cannot outlive them.
-@pytest.mark.xfail(strict=True, reason="the bundled specs are being rewritten for the playability rules (issue 11)")
 def test_bundled_specs_are_clean_under_the_playability_rules():
     findings, _ = lint_paths([SPECS])
     assert [str(f) for f in findings if f.rule in STORY_RULES] == []
