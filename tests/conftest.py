@@ -57,3 +57,20 @@ def play(ncp_model_server, tmp_path):
         return asyncio.run(episode.run())
 
     return run
+
+
+def edit(text: str, old: str, new: str) -> str:
+    """``text`` with one occurrence of ``old`` replaced (lint tests edit a known-good spec)."""
+    assert text.count(old) == 1, f"{old!r} must occur once in the test spec"
+    return text.replace(old, new)
+
+
+def lint(text: str) -> list:
+    from pytest_ncp.lint import lint_spec
+    from pytest_ncp.spec import parse_spec
+
+    return lint_spec(parse_spec(text, "s.yaml"))
+
+
+def line_of(text: str, fragment: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if fragment in line)

@@ -10,27 +10,14 @@ from __future__ import annotations
 import pytest
 
 from pytest_ncp.lint import (
-    RULES, LintFinding, content_words, jaccard, lint_paths, lint_spec, name_keys, proper_names, spec_lexicon,
+    RULES, LintFinding, content_words, jaccard, lint_paths, name_keys, proper_names, spec_lexicon,
 )
 from pytest_ncp.spec import parse_spec
 from pytest_ncp.lint.story import STORY_RULES
-from tests.conftest import FIXTURES, ROOT, SPECS
+from tests.conftest import FIXTURES, ROOT, SPECS, edit, line_of, lint
 
 GOOD = (FIXTURES / "caligari.yaml").read_text()
 BASE_RULES = set(RULES) - set(STORY_RULES)
-
-
-def edit(text: str, old: str, new: str) -> str:
-    assert text.count(old) == 1, f"{old!r} must occur once in the test spec"
-    return text.replace(old, new)
-
-
-def lint(text: str) -> list[LintFinding]:
-    return lint_spec(parse_spec(text, "s.yaml"))
-
-
-def line_of(text: str, fragment: str) -> int:
-    return next(i for i, line in enumerate(text.splitlines(), 1) if fragment in line)
 
 
 def only(findings: list[LintFinding], rule: str) -> list[LintFinding]:

@@ -11,24 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ncp.lint import RULES, LintFinding, lint_spec
+from pytest_ncp.lint import RULES, LintFinding
 from pytest_ncp.lint.story import MIN_SCRIPTED_INPUTS, STORY_RULES
-from pytest_ncp.spec import parse_spec
+from tests.conftest import edit, line_of, lint
 
 CLEAN = (Path(__file__).parents[1] / "fixtures" / "lint_clean_spec.yaml").read_text()
-
-
-def edit(text: str, old: str, new: str) -> str:
-    assert text.count(old) == 1, f"{old!r} must occur once in the test spec"
-    return text.replace(old, new)
-
-
-def lint(text: str) -> list[LintFinding]:
-    return lint_spec(parse_spec(text, "s.yaml"))
-
-
-def line_of(text: str, fragment: str) -> int:
-    return next(i for i, line in enumerate(text.splitlines(), 1) if fragment in line)
 
 
 def only(text: str, rule: str) -> list[LintFinding]:
