@@ -104,6 +104,8 @@ class EpisodeResult:
     trigger_turn: int | None = None  # the current node's trigger happened at this turn; its key delta has not yet
     # Model calls of a turn played ahead and discarded because the episode ended first (pipelining).
     speculative: Usage = field(default_factory=Usage)
+    # A forked episode: {"trace", "turn", "sample"} of its origin (``ncp fork``); None for a normal one.
+    fork: dict[str, Any] | None = None
 
     @property
     def spec_id(self) -> str:
@@ -159,6 +161,7 @@ class EpisodeResult:
             "speculative": {"calls": self.speculative.calls, "tokens": self.speculative.tokens,
                             "cost_usd": round(self.speculative.cost_usd, 8)},
             "truncated_calls": len(self.usage.truncated), "structured_output": dict(self.usage.output_modes),
+            **({"fork": dict(self.fork)} if self.fork else {}),
         }
 
 
@@ -175,7 +178,7 @@ class EpisodeResult:
         result = cls(spec=spec, repeat=int(end["repeat"]), termination=Termination(end["termination"]),
                      turns=int(end["turns"]), node_index=int(end.get("nodes_reached", 0)),
                      commitment_states=dict(end.get("commitments") or {}), ledger=ledger, trace=str(path),
-                     nodes=list(end.get("nodes") or []))
+                     nodes=list(end.get("nodes") or []), fork=end.get("fork"))
         for r in trace.of("turn"):
             v = r["verdicts"]
             result.transcript.append(Turn(r["turn"], r.get("player_input"), r["response"]))
@@ -254,6 +257,10 @@ class Episode:
     config: dict[str, Any] = field(default_factory=dict)
     on_turn: Callable[[], None] | None = None  # after each audited turn (progress displays)
     pipeline: bool = True  # play turn t+1 while turn t is audited (see _loop); False: the sequential reference
+    # Start from a recorded state (a fork, see fork.py): turn ``start.turn`` is played with its recorded
+    # player input after the recorded history; ``fork_origin`` ({"trace", "turn", "sample"}) marks the result.
+    start: Any = None
+    fork_origin: dict[str, Any] | None = None
     # The turn being audited or played (number, player input, narrator response): what an errored
     # turn's trace shows; and where the current turn's share of the truncated calls starts.
     _playing: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
@@ -262,20 +269,27 @@ class Episode:
     async def run(self) -> EpisodeResult:
         usage = Usage()
         token = current_usage.set(usage)
-        episode_token = current_episode.set(episode_key(self.spec.id, self.repeat))
+        key = episode_key(self.spec.id, self.repeat)
+        if self.fork_origin is not None:  # its own cassette, apart from the episode it was forked from
+            key = f"{self.spec.id}--fork-t{self.fork_origin['turn']}-s{self.fork_origin.get('sample', 0)}"
+        episode_token = current_episode.set(key)
         trace = TraceWriter(self.trace_path) if self.trace_path else None
         result = EpisodeResult(
             spec=self.spec, repeat=self.repeat, termination=Termination.ERROR, turns=0, node_index=0,
             commitment_states={c.id: "PENDING" for c in self.spec.all_commitments},
             ledger=FactLedger.from_initial((f.id, f.text) for f in self.spec.initial_facts),
-            usage=usage, trace=str(self.trace_path) if self.trace_path else None,
+            usage=usage, trace=str(self.trace_path) if self.trace_path else None, fork=self.fork_origin,
         )
+        if self.start is not None:
+            self.start.apply(result)
         try:
             if trace:
                 trace.write("start", spec_id=self.spec.id, spec_path=self.spec.path, repeat=self.repeat,
                             max_turns=self.max_turns, spec_fingerprint=self.spec.fingerprint,
+                            spec_sections=self.spec.section_fingerprints,
                             prompt_version=PROMPT_VERSION, config=self.config,
-                            ledger=result.ledger.to_list())
+                            ledger=result.ledger.to_list(),
+                            **({"fork": self.fork_origin, "from_turn": self.start.turn} if self.start else {}))
             errored: _EpisodeError | None = None
             try:
                 result.termination = await self._loop(result, trace)
@@ -324,13 +338,19 @@ class Episode:
         whose answer is dropped, is harmless; any other narrator is called exactly as sequentially.
         """
         history: list[tuple[str, str]] = []
+        played: tuple[str | None, str] | None
         self._mark(0)
         await self._guard("narrator", self._reset)
-        opening = await self._guard("narrator", self._opening, history)
-        if opening is not None:
+        if self.start is not None and self.start.turn >= 1:
+            # A fork: the recorded history stands, only turn T (its recorded input) and later are played.
+            history = [(str(i), str(r)) for i, r in self.start.history]
+            await self._guard("narrator", self._restore, history)
+            turn = self.start.turn
+            self._mark(turn, self.start.player_input)
+            played = await self._play(turn, tuple(history), player_input=self.start.player_input)
+        elif (opening := await self._guard("narrator", self._opening, history)) is not None:
             _check_response(opening, "opening()")
-            played: tuple[str | None, str] | None = (None, str(opening))
-            turn = 0
+            played, turn = (None, str(opening)), 0
         else:
             self._mark(1)
             played, turn = await self._play(1, tuple(history)), 1
@@ -512,6 +532,11 @@ class Episode:
         reset = getattr(self.narrator, "reset", None)
         if callable(reset):
             await call_maybe_async(reset, self.spec)
+
+    async def _restore(self, history: list[tuple[str, str]]) -> None:
+        restore = getattr(self.narrator, "restore", None)
+        if callable(restore):
+            await call_maybe_async(restore, tuple(history))
 
     async def _opening(self, history: list[tuple[str, str]]) -> str | None:
         opening = getattr(self.narrator, "opening", None)

@@ -72,6 +72,10 @@ class FactLedger:
         self._history.append(LedgerChange(fact.added_turn, "add", fact.id, fact.text, fact.quote))
         return fact
 
+    def copy(self) -> FactLedger:
+        """An independent ledger with the same facts and history (forks start from one)."""
+        return FactLedger(dict(self._facts), dict(self._negated), list(self._history), self._next)
+
     # --- reading -----------------------------------------------------------------------------
     def __contains__(self, fact_id: object) -> bool:
         return fact_id in self._facts

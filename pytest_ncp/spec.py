@@ -173,6 +173,17 @@ class NarrativeSpec(_Model):
         return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
 
     @property
+    def section_fingerprints(self) -> dict[str, str]:
+        """A short hash per top-level field (``review`` aside), recorded in traces so that a forked
+        episode whose spec changed can say which parts changed, not only that the whole hash differs."""
+        import hashlib
+        import json
+
+        data = self.model_dump(mode="json", exclude={"review"})
+        return {k: hashlib.sha256(json.dumps(v, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:12]
+                for k, v in sorted(data.items())}
+
+    @property
     def path(self) -> str | None:
         """File the spec was loaded from (None when built in code)."""
         return self._path

@@ -1,0 +1,132 @@
+"""Forking a recorded episode at turn T: the state before T is rebuilt from the trace, turn T is sampled
+again through litellm to the scripted server, and the verdict is the real auditor's."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from pytest_ncp.auditor import LLMAuditor
+from pytest_ncp.episode import Termination
+from pytest_ncp.fork import EpisodeState, ForkError, fork
+from pytest_ncp.llm import ModelClient
+
+from tests.conftest import ListNarrator
+
+RESPONSES = ["The fair is loud and bright.", "Cesare stirs in his cabinet.",
+             "Alan laughs at the door, alive and well.", "Morning comes over Holstenwall."]
+FIXED = [*RESPONSES[:2], "Alan's grave lies quiet beneath the rain.", RESPONSES[3]]
+
+
+def script(server) -> None:
+    """The auditor finds a fact conflict whenever a narration has Alan laughing; every turn adds a fact;
+    turn 2 triggers and reaches the first node."""
+    server.add(step="conflict_check", regex=r"<narration>\n[^<]*Alan laughs", reply={"conflicts": [{
+        "type": "fact", "fact_ids": ["F2"], "commitment_ids": [], "quote": "Alan laughs at the door",
+        "explanation": "Alan was stated dead."}]})
+    server.add(step="fact_update", reply=lambda r: {"added": [{"text": "Something was narrated.",
+                                                               "quote": "The fair is loud"}], "negated": []}
+               if "The fair is loud" in r.text.split("<narration>")[-1] else {"added": [], "negated": []})
+    server.add(step="trajectory_update", contains="TURN 2.", reply={
+        "trigger_event_occurred": True, "key_delta_occurred": True, "evidence": "Cesare stirs in his cabinet"})
+
+
+@pytest.fixture
+def recorded(play, caligari, ncp_model_server, tmp_path):
+    """An episode that fails at turn 3 and its trace."""
+    script(ncp_model_server)
+    result = play(caligari, RESPONSES, max_turns=6)
+    assert result.termination is Termination.CONFLICT_FACT and result.failure.turn == 3
+    return result
+
+
+def run_fork(state, spec, server, narrator_responses=RESPONSES, **kw):
+    client = ModelClient(api_base=server.base_url, backoff=0.01, max_backoff=0.05)
+    return asyncio.run(fork(state, spec, narrator_factory=lambda: ListNarrator(narrator_responses),
+                            auditor=LLMAuditor(client, "openai/auditor"), client=client, **kw))
+
+
+def test_state_at_a_turn_is_the_episode_state_before_it(recorded, caligari):
+    state = EpisodeState.at(recorded.trace, 3)
+    assert state.turn == 3 and state.player_input == "I act, turn 3."
+    assert state.history == [("I act, turn 1.", RESPONSES[0]), ("I act, turn 2.", RESPONSES[1])]
+    assert [(f.id, f.text) for f in state.ledger.active()] == [(f.id, f.text) for f in recorded.ledger.active(2)]
+    assert any(f.added_turn == 1 for f in state.ledger.active())  # a fact added by the narration of turn 1
+    assert state.node_index == 1 and state.trigger_turn is None
+    assert state.nodes == recorded.nodes  # node id, trigger turn and reached turn
+    assert state.commitment_states == {c.id: "PENDING" for c in caligari.all_commitments}
+    assert state.spec_fingerprint == caligari.fingerprint and state.prompt_version
+    assert state.recorded["confirmed"][0]["quote"] == "Alan laughs at the door"
+    early = EpisodeState.at(recorded.trace, 1)
+    assert early.history == [] and early.node_index == 0 and len(early.ledger.active()) == len(caligari.initial_facts)
+
+
+def test_fork_at_the_failure_turn_reproduces_the_recorded_verdict(recorded, caligari, ncp_model_server, tmp_path):
+    state = EpisodeState.at(recorded.trace, 3)
+    ncp_model_server.reset()
+    script(ncp_model_server)
+    outcome = run_fork(state, caligari, ncp_model_server, samples=3, out_dir=tmp_path / "fork")
+    assert [r.failure.to_dict() for r in outcome.results] == [recorded.failure.to_dict()] * 3
+    assert all(r.termination is recorded.termination for r in outcome.results)
+    assert outcome.rate == 1.0 and outcome.interval[0] > 0.3
+    # Turns 1 and 2 were not generated or audited again: every audit request is for turn 3.
+    audited = {r.text.split("TURN ")[1].split(".")[0] for r in ncp_model_server.requests if r.step}
+    assert audited == {"3"}
+    traces = sorted((tmp_path / "fork" / "traces").glob("*.jsonl"))
+    assert [p.name for p in traces] == [f"caligari--fork-t3-s{k}.jsonl" for k in range(3)]
+    start = json.loads(traces[0].read_text().splitlines()[0])
+    assert start["fork"] == {"trace": recorded.trace, "turn": 3, "sample": 0} and start["from_turn"] == 3
+    text = "\n".join(outcome.lines())
+    assert "conflict rate at turn 3: 3/3 = 100%" in text and '"Alan laughs at the door"' in text
+
+
+def test_fork_at_an_earlier_clean_turn_finds_no_conflict(recorded, caligari, ncp_model_server):
+    outcome = run_fork(EpisodeState.at(recorded.trace, 2), caligari, ncp_model_server, samples=2)
+    assert outcome.rate == 0.0 and all(r.termination is Termination.TURN_LIMIT for r in outcome.results)
+    assert all(r.turns == 2 and r.node_index == 1 for r in outcome.results)
+
+
+def test_fork_with_a_fixed_narrator_clears_the_failure(recorded, caligari, ncp_model_server):
+    outcome = run_fork(EpisodeState.at(recorded.trace, 3), caligari, ncp_model_server, FIXED, samples=3)
+    assert outcome.rate == 0.0 and not outcome.conflicts
+    assert "conflict rate at turn 3: 0/3 = 0%" in "\n".join(outcome.lines())
+
+
+def test_continue_plays_more_turns_with_recorded_then_scripted_inputs(recorded, caligari, ncp_model_server):
+    outcome = run_fork(EpisodeState.at(recorded.trace, 3), caligari, ncp_model_server, FIXED, samples=1,
+                       continue_turns=2)
+    (result,) = outcome.results
+    assert result.termination is Termination.TURN_LIMIT and result.turns == 5
+    assert [t.turn for t in result.transcript] == [3, 4, 5]
+    # Turn 3 is the recorded input; the trace ends there, so turns 4 and 5 follow the spec's script.
+    assert [t.player_input for t in result.transcript] == ["I act, turn 3.", *caligari.scripted_inputs[3:5]]
+
+
+def test_restore_hook_gets_the_recorded_history(recorded, caligari, ncp_model_server):
+    seen = []
+
+    class Stateful(ListNarrator):
+        def restore(self, history):
+            seen.append(list(history))
+
+        def respond(self, player_input, context):
+            seen.append(("history", len(context.history)))
+            return super().respond(player_input, context)
+
+    client = ModelClient(api_base=ncp_model_server.base_url, backoff=0.01, max_backoff=0.05)
+    asyncio.run(fork(EpisodeState.at(recorded.trace, 3), caligari, narrator_factory=lambda: Stateful(FIXED),
+                     auditor=LLMAuditor(client, "openai/auditor"), client=client, samples=1))
+    assert seen == [[("I act, turn 1.", RESPONSES[0]), ("I act, turn 2.", RESPONSES[1])], ("history", 2)]
+
+
+def test_a_changed_spec_is_refused_naming_what_changed(recorded, caligari):
+    changed = caligari.model_copy(update={"scripted_inputs": ["I leave the fair."]})
+    with pytest.raises(ForkError, match=r"changed: scripted_inputs"):
+        EpisodeState.at(recorded.trace, 3).check_spec(changed)
+
+
+def test_a_turn_the_trace_does_not_have_is_a_clear_error(recorded):
+    with pytest.raises(ForkError, match=r"cannot fork at turn 9: the trace has turns 1..3"):
+        EpisodeState.at(recorded.trace, 9)
