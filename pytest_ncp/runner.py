@@ -128,8 +128,8 @@ class Runner:
         for trace in sorted((self.out_dir / "traces").glob("*.jsonl")):
             recorded = read_trace(trace)
             end = recorded.end
-            if end is None or end.get("termination") == "error":
-                continue
+            if end is None or end.get("termination") == "error" or (recorded.start or {}).get("fork"):
+                continue  # a fork's trace (ncp fork --out into a run folder) is never one of the run's episodes
             key = episode_key(end["spec_id"], int(end["repeat"]))
             start = recorded.start or {}
             before = {**(start.get("config") or {}), "prompt_version": start.get("prompt_version")}
