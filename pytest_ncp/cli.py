@@ -23,7 +23,8 @@ EXIT_ERROR_BUDGET = 6  # more episodes could not be judged than --max-error-rate
 COMMAND_MODULES: tuple[str, ...] = ("pytest_ncp.commands.lint", "pytest_ncp.commands.report", "pytest_ncp.commands.specs",
                                       "pytest_ncp.commands.compare", "pytest_ncp.commands.merge",
                                       "pytest_ncp.commands.doctor", "pytest_ncp.commands.calibrate",
-                                      "pytest_ncp.commands.fork")
+                                      "pytest_ncp.commands.fork",
+                                      "pytest_ncp.commands.failures")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -106,8 +106,14 @@ def episode_scheduler(config: pytest.Config, log: Any) -> Any:
 _SPEC_ITEM = re.compile(r"^(?P<file>[^:]+\.ya?ml)::(?:episode\[(?P<e>[^\]]+)\]|commitment\[(?P<c>[^\]]+):[^:\]]+\])")
 
 
+_FORK_ITEM = re.compile(r"^[^:]+\.jsonl::fork\[[^\]]+\]$")
+
+
 def episode_scope(nodeid: str) -> str | None:
-    """``specs/x.yaml::episode[x]`` and ``specs/x.yaml::commitment[x:C1]`` -> ``specs/x.yaml::x``."""
+    """``specs/x.yaml::episode[x]`` and ``specs/x.yaml::commitment[x:C1]`` -> ``specs/x.yaml::x``; a stored
+    failure's ``failures/x@t3.jsonl::fork[x@t3]`` is a scope of its own (it shares no episode)."""
+    if _FORK_ITEM.match(nodeid):
+        return f"fork::{nodeid}"
     m = _SPEC_ITEM.match(nodeid)
     if m is None:
         return None
@@ -271,3 +277,99 @@ class InvalidSpecItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         return self.path, None, "invalid spec"
+
+
+# --- stored failures (--ncp-failures) ------------------------------------------------------------------
+
+
+def is_failure_file(config: pytest.Config, folder: Path | None, file_path: Path) -> bool:
+    return folder is not None and file_path.suffix == ".jsonl" and file_path.resolve().parent == folder.resolve()
+
+
+def add_failures_path(config: pytest.Config, folder: Path | None) -> None:
+    """Stored failures are collected in every session that names the folder (like --ff, they run first)."""
+    if folder is None or not folder.is_dir() or not any(folder.glob("*.jsonl")):
+        return
+    here = Path(config.invocation_params.dir)
+    given = [(here / a.split("::", 1)[0]).resolve() for a in config.args]
+    if not any(folder.resolve() == g or g in folder.resolve().parents for g in given):
+        config.args.append(str(folder.resolve()))
+
+
+def failures_first(config: pytest.Config, items: list[pytest.Item], only: bool) -> None:
+    """Stored failures run before everything else; with --ncp-failures-only, nothing else runs."""
+    forks = [i for i in items if isinstance(i, ForkItem)]
+    rest = [i for i in items if not isinstance(i, ForkItem)]
+    if only and rest:
+        config.hook.pytest_deselected(items=rest)
+        rest = []
+    items[:] = forks + rest
+
+
+class FailureFile(pytest.File):
+    """A stored failure ``<spec-id>@t<turn>.jsonl`` of the failures folder: one ``fork[...]`` test."""
+
+    def collect(self) -> Iterable[pytest.Item]:
+        from .failures import read_failure
+        from .traces import RunFileError
+
+        try:
+            stored = read_failure(self.path)
+        except RunFileError as exc:
+            yield InvalidSpecItem.from_parent(self, name="failure", message=str(exc))
+            return
+        yield ForkItem.from_parent(self, name=f"fork[{stored.name}]", stored=stored)
+
+
+class ForkItem(pytest.Item):
+    """Samples the stored failure's turn ``--ncp-fork-samples`` times from the state before it; passes when
+    no sample is a confirmed conflict. Auditor/model errors are unknown outcomes (setup errors)."""
+
+    def __init__(self, *, stored: Any, **kwargs: Any):
+        super().__init__(**_nodeid(kwargs))
+        self.stored = stored
+        self.add_marker(MARKER)
+        self.outcome: Any = None
+
+    @property
+    def ncp(self) -> NcpSession:
+        from .plugin import SESSION_KEY
+
+        return self.config.stash[SESSION_KEY]
+
+    def setup(self) -> None:
+        from .fork import ForkError
+        from .spec import SpecError
+
+        self.user_properties.append((PROPERTY_PREFIX + "fork", self.stored.path.name))
+        try:
+            self.outcome = self.ncp.fork(self.stored).result()
+        except (ForkError, SpecError) as exc:
+            raise EpisodeError(f"{self.name}: cannot fork this stored failure: {exc}\n(remove it with "
+                               f"`ncp failures prune {self.stored.path.parent}` or delete {self.stored.path})") from None
+        unknown = [r for r in self.outcome.results if r.error and r.error.kind != "narrator"]
+        if unknown:
+            from .terminal import printable
+
+            e = unknown[0].error
+            raise EpisodeError(printable(f"{self.name}: {len(unknown)} sample(s) could not be judged: "
+                                         f"{e.kind} error: {e.message}"))
+
+    def runtest(self) -> None:
+        from .terminal import printable
+
+        outcome = self.outcome
+        self.add_report_section("call", "ncp fork", "\n".join(outcome.lines()))
+        bad = outcome.conflicts + [r for r in outcome.results if r.error and r.error.kind == "narrator"]
+        if bad:
+            raise NarrativeFailure(printable("\n".join(
+                [f"{self.name}: still failing: {len(bad)} of {len(outcome.results)} sample(s) at turn "
+                 f"{self.stored.turn} ({self.stored.path})", *outcome.lines()[1:]])))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
+        if isinstance(excinfo.value, (NarrativeFailure, EpisodeError)):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, self.name

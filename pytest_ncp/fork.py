@@ -106,7 +106,7 @@ class EpisodeState:
                 index = int(r["node_index"])
             trigger = r.get("trigger_turn")
         end = recorded.end or {}
-        for n, reached in zip(nodes, end.get("nodes") or []):
+        for n, reached in zip(nodes, end.get("nodes") or start.get("nodes") or []):  # a stored failure: start
             n["id"] = reached.get("id")
         player_input = at_turn.get("player_input") if at_turn else errored.get("player_input")  # type: ignore[union-attr]
         return cls(

@@ -69,6 +69,11 @@ OPTIONS: dict[str, tuple[str, Any, type]] = {
                           "or passes fewer clean canaries, than this share (default: 0.8)", 0.8, float),
     "canary-set": ("gold set the canaries come from (default: ./calibration)", None, str),
     "canary-seed": ("seed of the canary sample (default: 0): the same seed and set give the same canaries", 0, int),
+    "failures": ("failures folder (commit it): the fork point of every confirmed conflict is stored there, and "
+                 "stored failures run first as fork[<spec>@t<turn>] tests", None, str),
+    "fork-samples": ("responses sampled per stored failure (fork[...] tests; default: 3)", 3, int),
+    "failures-only": ("run only the stored failures of --ncp-failures (the quick check after a prompt change)",
+                      False, bool),
     "demo": ("route every model call to the bundled scripted server (offline demo; judges nothing real)",
              False, bool),
 }
@@ -117,6 +122,9 @@ class Settings:
     min_canary_recall: float = 0.8
     canary_set: Path | None = None
     canary_seed: int = 0
+    failures: Path | None = None      # --ncp-failures DIR (see failures.py)
+    fork_samples: int = 3
+    failures_only: bool = False
     sources: dict[str, str] = field(default_factory=dict)  # where each value came from, for messages
 
     @property
@@ -245,6 +253,12 @@ def resolve(config: pytest.Config) -> Settings:
     if baseline is not None and not baseline.is_file():
         problems.append(f"{sources['baseline']}: no such results file: {baseline} (a results.json from --ncp-report "
                         "or ncp run --out)")
+    failures = Path(values["failures"]) if values["failures"] else None
+    if failures is not None and not failures.is_absolute():
+        failures = Path(config.invocation_params.dir) / failures
+    fork_samples = integer("fork-samples")
+    if values["failures-only"] and failures is None:
+        problems.append(f"{cli_flag('failures-only')} needs {cli_flag('failures')}=DIR (the stored failures)")
     canaries, min_canary_recall, canary_seed = _canary_numbers(values, sources, problems)
     canary_set = Path(values["canary-set"] or Path(config.rootpath) / "calibration")
     if canaries and not (canary_set / "cases").is_dir():
@@ -252,7 +266,8 @@ def resolve(config: pytest.Config) -> Settings:
                         f"{canary_set} (a directory with cases/ and specs/); set {cli_flag('canary-set')}=DIR")
     if problems:
         raise pytest.UsageError("pytest-ncp: " + "\n  ".join(["invalid options:", *problems]))
-    return Settings(run=run, specs=specs, gate=gate, report=report, demo=demo, resume=resume, baseline=baseline,
+    return Settings(failures=failures, fork_samples=fork_samples, failures_only=bool(values["failures-only"]),
+                    run=run, specs=specs, gate=gate, report=report, demo=demo, resume=resume, baseline=baseline,
                     sources=sources, force=bool(values["force"]), max_error_rate=max_error_rate,
                     canaries=canaries, min_canary_recall=min_canary_recall, canary_set=canary_set,
                     canary_seed=canary_seed)

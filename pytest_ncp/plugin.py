@@ -42,6 +42,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from .collect import add_default_spec_paths
 
     add_default_spec_paths(config, settings.specs)
+    from .collect import add_failures_path
+
+    add_failures_path(config, settings.failures)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(), "ncp-xdist")
 
@@ -64,9 +67,14 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     # Spec files are collected the pytest way, so paths and node ids on the command line, -k, --lf,
     # --ff and --sw select them like any test file (collect.is_spec_file says which YAML files count).
     ncp = _ncp(parent.config)
-    if ncp is None or file_path.suffix not in (".yaml", ".yml"):
+    if ncp is None or file_path.suffix not in (".yaml", ".yml", ".jsonl"):
         return None
-    from .collect import SpecFile, is_spec_file
+    from .collect import FailureFile, SpecFile, is_failure_file, is_spec_file
+
+    if file_path.suffix == ".jsonl":
+        if is_failure_file(parent.config, ncp.settings.failures, file_path):
+            return FailureFile.from_parent(parent, path=file_path)
+        return None
 
     if not is_spec_file(parent.config, ncp.settings.specs, file_path):
         return None
@@ -82,6 +90,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     ncp.start_canaries()
 
 
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    ncp = _ncp(config)
+    if ncp is None or ncp.settings.failures is None:
+        return
+    from .collect import failures_first
+
+    failures_first(config, items, ncp.settings.failures_only)
+
+
 def pytest_runtestloop(session: pytest.Session) -> None:
     ncp = _ncp(session.config)
     if ncp is None or ncp.is_worker or session.config.option.collectonly:
@@ -90,6 +107,11 @@ def pytest_runtestloop(session: pytest.Session) -> None:
 
     # Start every selected episode now, so they run concurrently while items report in order.
     ncp.prefetch([(i.spec, i.repeat) for i in session.items if isinstance(i, EpisodeItem)])
+    from .collect import ForkItem
+
+    for item in session.items:  # stored failures too: each samples its turn concurrently with the rest
+        if isinstance(item, ForkItem):
+            ncp.fork(item.stored)
 
 
 class _XdistHooks:

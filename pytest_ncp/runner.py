@@ -245,7 +245,7 @@ class BackgroundRunner:
 
     def __init__(self, runner: Runner):
         self.runner = runner
-        self._futures: dict[str, concurrent.futures.Future[EpisodeResult]] = {}
+        self._futures: dict[str, concurrent.futures.Future[Any]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._bound: asyncio.Semaphore | None = None
@@ -274,6 +274,13 @@ class BackgroundRunner:
             if key not in self._futures:
                 loop = self._start()
                 self._futures[key] = asyncio.run_coroutine_threadsafe(self._bounded(spec, repeat), loop)
+            return self._futures[key]
+
+    def call(self, key: str, make: Callable[[], Awaitable[Any]]) -> concurrent.futures.Future[Any]:
+        """Run ``make()`` (a coroutine) on the loop once per ``key`` (forks of stored failures)."""
+        with self._lock:
+            if key not in self._futures:
+                self._futures[key] = asyncio.run_coroutine_threadsafe(make(), self._start())  # type: ignore[arg-type]
             return self._futures[key]
 
     async def _bounded(self, spec: NarrativeSpec, repeat: int) -> EpisodeResult:

@@ -39,6 +39,8 @@ class NcpSession:
         self._canaries: Any = None  # future of the auditor canaries (controller only)
         self.canary_summary: dict[str, Any] | None = None
         self.canary_error: str | None = None
+        self.fork_outcomes: dict[str, bool] = {}  # stored failure file name -> its fork test passed
+        self.stored: list[Path] = []  # failures stored this session (--ncp-failures)
 
     # --- collection ------------------------------------------------------------------------
     def claim_id(self, spec: NarrativeSpec) -> None:
@@ -131,14 +133,56 @@ class NcpSession:
 
         return junit_properties(self.canary_summary, self.canary_error, PROPERTY_PREFIX) if self.settings.canaries else []
 
+    def fork(self, stored: Any) -> Any:
+        """Start (once) the fork of a stored failure (``failures.StoredFailure``); a future of its ForkOutcome."""
+        background = self._runner()
+        runner = background.runner
+
+        async def sample() -> Any:
+            from .fork import fork
+
+            state = stored.state()
+            spec = state.load_spec()
+            try:
+                return await fork(state, spec, narrator_factory=runner.narrator_factory, auditor=runner.auditor,
+                                  samples=self.settings.fork_samples, client=runner.client,
+                                  narrator_model=runner.config.narrator_model, out_dir=Path(self.trace_root) / "forks",
+                                  config=runner.config.to_dict(), pipeline=runner.config.pipeline)
+            finally:
+                if runner.cassettes is not None:
+                    runner.cassettes.flush()
+
+        return background.call(f"fork:{stored.path}", sample)
+
     # --- merging (controller) ------------------------------------------------------------------
     def record_report(self, nodeid: str, when: str, failed: bool, properties: Sequence[tuple[str, Any]]) -> None:
-        episode = dict(properties).get(PROPERTY_PREFIX + "episode")
+        props = dict(properties)
+        forked = props.get(PROPERTY_PREFIX + "fork")
+        if forked is not None and when == "call":
+            self.fork_outcomes[forked] = not failed  # a fork never joins the episodes (metrics, results.json)
+        episode = props.get(PROPERTY_PREFIX + "episode")
         if episode is None or not (when == "call" or (when == "setup" and failed)):
             return
         self.episodes[nodeid] = json.loads(episode)
+        self._store_failure(self.episodes[nodeid])
         if not self.is_worker and self.settings.report:
             self.write_results()
+
+    def _store_failure(self, record: dict[str, Any]) -> None:
+        """--ncp-failures: keep the fork point of a confirmed conflict (on the controller, once per episode)."""
+        failure = record.get("failure")
+        if self.is_worker or self.settings.failures is None or not failure or not record.get("trace"):
+            return
+        if not str(record.get("termination", "")).startswith("conflict:"):
+            return
+        from .failures import store_failure
+
+        try:
+            path = store_failure(record["trace"], int(failure["turn"]), self.settings.failures)
+        except (OSError, ValueError, KeyError):
+            return  # the episode's own test already reports the conflict; a missing trace only means no fixture
+        if path is not None:
+            self.stored.append(path)
 
     def episode_records(self) -> list[dict[str, Any]]:
         return sorted(self.episodes.values(), key=lambda e: (e["spec_id"], e["repeat"]))
@@ -160,6 +204,10 @@ class NcpSession:
 
         if self.is_worker:
             return 0
+        if self.settings.failures is not None and self.fork_outcomes:
+            from .failures import record_passes
+
+            record_passes(self.settings.failures, self.fork_outcomes)
         records = self.episode_records()
         self.budget = error_budget(records, self.settings.max_error_rate) if records else None
         if self.settings.gate is not None:
@@ -197,13 +245,14 @@ class NcpSession:
         from .report.text import metrics_table
 
         records = self.episode_records()
-        if not records:
-            return []
+        lines = self._failure_lines()
+        if not records:  # --ncp-failures-only: the stored failures (and canaries) are the session
+            return lines + self._canary_lines()
         metrics = compute_metrics(records, survival_turn=self.settings.run.survival_turn)
         config = self.settings.run
         title = (f"narrator {config.narrator} | auditor {config.auditor_model} | player {config.player} | "
                  f"max turns {config.max_turns}" + (" | OFFLINE DEMO (scripted models)" if self.settings.demo else ""))
-        lines = metrics_table(metrics, title).splitlines()
+        lines = metrics_table(metrics, title).splitlines() + ([""] + lines if lines else [])
         if self.budget is not None and (self.budget.unknown or self.budget.exceeded):
             lines += ["", self.budget.line("session")]
         if self.gate_verdict is not None:
@@ -228,6 +277,18 @@ class NcpSession:
         if self.canary_summary is None:
             return []
         return ["", canary_line(self.canary_summary), canary_verdict(self.canary_summary)]
+
+
+    def _failure_lines(self) -> list[str]:
+        out = []
+        if self.fork_outcomes:
+            fixed = sum(self.fork_outcomes.values())
+            out.append(f"stored failures: {fixed} of {len(self.fork_outcomes)} pass "
+                       f"({self.settings.fork_samples} sample(s) each, no confirmed conflict) in {self.settings.failures}")
+        if self.stored:
+            out.append(f"stored {len(self.stored)} new failure(s) in {self.settings.failures}: "
+                       + ", ".join(p.stem for p in self.stored))
+        return out
 
     def close(self) -> None:
         self._collect_canaries()  # before the loop stops: canaries share it with the episodes
