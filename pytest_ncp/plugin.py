@@ -327,6 +327,38 @@ def run_episode(request: pytest.FixtureRequest, ncp_settings: options.Settings, 
 
 
 @pytest.fixture
+def ncp_fork(request: pytest.FixtureRequest, ncp_auditor: Any, ncp_client: Any,
+             ncp_settings: options.Settings) -> Callable[..., Any]:
+    """``ncp_fork(trace_path, turn)`` -> the ``EpisodeState`` just before ``turn`` of a recorded trace (or a
+    stored failure of ``--ncp-failures``): ledger, node index and remembered trigger, commitment states,
+    transcript and history, the player's input at ``turn``, spec fingerprint and prompt version.
+
+    ``state.load_spec()`` loads the recorded spec and refuses one whose fingerprint changed;
+    ``ncp_fork.sample(state, narrator=..., samples=3)`` plays ``turn`` from it with this test's auditor and
+    client and returns a ``ForkOutcome`` (``.rate``, ``.conflicts``, ``.results``). A relative trace path is
+    taken from the rootdir.
+    """
+    import asyncio
+
+    from .fork import EpisodeState, fork
+
+    def at(trace_path: str | Path, turn: int) -> EpisodeState:
+        p = Path(trace_path)
+        return EpisodeState.at(p if p.is_absolute() or p.exists() else Path(request.config.rootpath) / p, turn)
+
+    def sample(state: EpisodeState, *, narrator: Any = None, samples: int = 3, continue_turns: int = 0,
+               spec: Any = None) -> Any:
+        narrator = narrator if narrator is not None else request.getfixturevalue("ncp_narrator")
+        factory = narrator if isinstance(narrator, type) or not hasattr(narrator, "respond") else (lambda: narrator)
+        return asyncio.run(fork(state, spec or state.load_spec(), narrator_factory=factory, auditor=ncp_auditor,
+                                samples=samples, continue_turns=continue_turns, client=ncp_client,
+                                narrator_model=ncp_settings.run.narrator_model, pipeline=ncp_settings.run.pipeline))
+
+    at.sample = sample  # type: ignore[attr-defined]
+    return at
+
+
+@pytest.fixture
 def ncp_snapshot(snapshot: Any) -> Any:
     """syrupy's ``snapshot`` with pytest-ncp's extension: stable, readable JSON of verdicts and episodes."""
     from .snapshot import NcpSnapshotExtension
