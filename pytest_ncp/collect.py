@@ -359,8 +359,9 @@ class ForkItem(pytest.Item):
         from .terminal import printable
 
         outcome = self.outcome
-        self.add_report_section("call", "ncp fork", "\n".join(outcome.lines()))
         bad = outcome.conflicts + [r for r in outcome.results if r.error and r.error.kind == "narrator"]
+        if not bad:  # a failure's message already holds these lines
+            self.add_report_section("call", "ncp fork", "\n".join(outcome.lines()))
         if bad:
             raise NarrativeFailure(printable("\n".join(
                 [f"{self.name}: still failing: {len(bad)} of {len(outcome.results)} sample(s) at turn "
