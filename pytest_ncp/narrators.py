@@ -33,7 +33,10 @@ class NarratorContext:
 class Narrator(Protocol):
     """The agent under test. ``respond`` may be a coroutine function.
 
-    Optional: ``reset(spec)`` before an episode, ``opening()`` (or ``opening(context)``) returning the
+    Optional: ``restore(history)`` after ``reset`` when an episode is forked at turn T (``ncp fork``, stored
+    failures): the recorded (player input, narration) pairs before T, for narrators that keep their own
+    memory; without it a forked narrator sees that history only in ``context.history``.
+    ``reset(spec)`` before an episode, ``opening()`` (or ``opening(context)``) returning the
     turn-0 narration or None. ``speculation_safe = True`` lets the episode call ``respond`` for turn
     t+1 while turn t is audited (pipelining): when that audit ends the episode, the answer is dropped,
     so such a narrator may see one more ``respond`` call than the sequential schedule makes, always
