@@ -240,7 +240,10 @@ async def fork(state: EpisodeState, spec: NarrativeSpec, *, narrator_factory: Na
                player_factory: Callable[[NarrativeSpec], Player] | None = None, narrator_model: str | None = None,
                out_dir: str | Path | None = None, config: dict[str, Any] | None = None,
                pipeline: bool = True) -> ForkOutcome:
-    """Play turn ``state.turn`` ``samples`` times concurrently from ``state`` (then ``continue_turns`` more)."""
+    """Play turn ``state.turn`` ``samples`` times concurrently from ``state`` (then ``continue_turns`` more).
+
+    Sample k is episode repeat k of the fork's results (the origin's repeat is in its ``fork`` record), so
+    ``ncp compare`` pairs sample k of two forks of the same turn (before and after a prompt change)."""
     from .episode import Episode
     from .players import ScriptedPlayer
 
@@ -255,7 +258,7 @@ async def fork(state: EpisodeState, spec: NarrativeSpec, *, narrator_factory: Na
     out = Path(out_dir) if out_dir is not None else None
     episodes = [
         Episode(spec=spec, narrator=narrator_factory(), player=make_player(spec), auditor=auditor,
-                max_turns=state.turn + continue_turns, repeat=state.repeat, client=client,
+                max_turns=state.turn + continue_turns, repeat=k, client=client,
                 narrator_model=narrator_model, config=dict(config or {}), pipeline=pipeline,
                 trace_path=fork_trace_path(out, state, k) if out is not None else None, start=state,
                 fork_origin={"trace": state.trace, "turn": state.turn, "sample": k})

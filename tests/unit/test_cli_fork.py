@@ -59,6 +59,13 @@ def test_fork_with_the_fixed_narrator_clears_it_and_continues(failed_run, ncp_mo
     assert "after 2 more turn(s): 2/2 sample(s) without a conflict" in text
     data = json.loads((tmp_path / "fork" / "results.json").read_text())
     assert [e["turns"] for e in data["episodes"]] == [5, 5]
+    # Before vs after the fix, sample by sample: ncp compare reads two forks like two runs.
+    assert fork(out / episode["trace"], ncp_model_server, tmp_path / "before", "--turn", "3", "--samples", "2") == 1
+    capsys.readouterr()
+    main(["compare", str(tmp_path / "before" / "fork"), str(tmp_path / "fork"), "--turn", "3"])
+    compared = capsys.readouterr().out
+    assert "survival@3 rose from 0.0% to 100.0% over 2 paired episode(s)" in compared
+    assert "2 failed -> survived" in compared
 
 
 def test_fork_at_a_clean_turn_finds_nothing(failed_run, ncp_model_server, tmp_path, capsys):
