@@ -210,7 +210,7 @@ class ForkOutcome:
             confirmed = s.recorded.get("confirmed") or []
             out.append("  recorded: " + (f"conflict:{confirmed[0]['type']}" if confirmed else "no conflict"))
         for i, r in enumerate(self.results):
-            if r.error and r in self.results and r not in self.judged:
+            if r not in self.judged:
                 out.append(f"  sample {i}: error ({r.error.kind}: {one_line(printable(r.error.message), 100)})")
             elif r.failure is not None:
                 ids = ",".join(r.failure.fact_ids + r.failure.commitment_ids)

@@ -130,3 +130,18 @@ def test_a_changed_spec_is_refused_naming_what_changed(recorded, caligari):
 def test_a_turn_the_trace_does_not_have_is_a_clear_error(recorded):
     with pytest.raises(ForkError, match=r"cannot fork at turn 9: the trace has turns 1..3"):
         EpisodeState.at(recorded.trace, 9)
+
+
+def test_an_episode_that_errored_can_be_forked_at_the_errored_turn(play, caligari, ncp_model_server):
+    class Raises(ListNarrator):
+        def respond(self, player_input, context):
+            if context.turn == 3:
+                raise RuntimeError("backend fell over")
+            return super().respond(player_input, context)
+
+    errored = play(caligari, narrator=Raises(FIXED), max_turns=5)
+    assert errored.termination is Termination.ERROR and errored.error.turn == 3
+    state = EpisodeState.at(errored.trace, 3)
+    assert state.player_input == "I act, turn 3." and state.recorded is None and len(state.history) == 2
+    outcome = run_fork(state, caligari, ncp_model_server, FIXED, samples=2)
+    assert outcome.rate == 0.0 and [r.turns for r in outcome.results] == [3, 3]

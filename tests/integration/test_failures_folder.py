@@ -79,20 +79,24 @@ def test_a_confirmed_conflict_is_stored_small_and_replayed_first(studio):
 
 
 def test_a_stored_failure_whose_spec_changed_is_an_error_naming_the_change(studio):
+    studio.pytester.makeini("[pytest]\nncp_failures = failures\n")  # the ini key, relative to where pytest runs
     folder = studio.pytester.path / "failures"
-    studio.run(f"--ncp-failures={folder}", narrator="studio:Breaks", max_turns=5)
+    studio.run(narrator="studio:Breaks", max_turns=5)
+    assert (folder / "caligari@t3.jsonl").is_file()
     spec = studio.pytester.path / "specs" / "caligari.yaml"
     spec.write_text(spec.read_text().replace("title: The Cabinet of Dr. Caligari", "title: The Cabinet"))
-    result = studio.run(f"--ncp-failures={folder}", "--ncp-failures-only", narrator="studio:Fixed")
+    result = studio.run("--ncp-failures-only", narrator="studio:Fixed")
     result.assert_outcomes(errors=1, deselected=7)
     result.stdout.fnmatch_lines(["*changed: title*", "*ncp failures prune*"])
     assert main(["failures", "prune", str(folder)]) == 0
     assert not (folder / "caligari@t3.jsonl").exists()
 
 
-def test_stored_failures_run_under_xdist(studio):
+def test_stored_failures_are_stored_and_run_under_xdist(studio):
     folder = studio.pytester.path / "failures"
-    studio.run(f"--ncp-failures={folder}", narrator="studio:Breaks", max_turns=5)
+    first = studio.run_subprocess("-n", "2", f"--ncp-failures={folder}", narrator="studio:Breaks", max_turns=5)
+    first.assert_outcomes(failed=3, passed=4)
+    assert [p.name for p in folder.glob("*.jsonl")] == ["caligari@t3.jsonl"]  # stored by the controller
     result = studio.run_subprocess("-n", "2", f"--ncp-failures={folder}", narrator="studio:Fixed", max_turns=5)
     result.assert_outcomes(passed=6, failed=2)  # the fork passes; the two achievements are never reached
     result.stdout.fnmatch_lines(["*stored failures: 1 of 1 pass*"])
@@ -105,3 +109,16 @@ def test_a_stored_failure_is_an_xdist_scope_of_its_own():
     assert episode_scope("failures/caligari@t3.jsonl::fork[caligari@t3]") == \
         "fork::failures/caligari@t3.jsonl::fork[caligari@t3]"
     assert episode_scope("specs/caligari.yaml::episode[caligari]") == "specs/caligari.yaml::caligari"
+
+
+def test_stored_failures_replay_from_cassettes(studio):
+    folder, tapes = studio.pytester.path / "failures", studio.pytester.path / "tapes"
+    studio.run(f"--ncp-failures={folder}", narrator="studio:Breaks", max_turns=5)
+    tape = (f"--ncp-failures={folder}", "--ncp-failures-only", f"--ncp-cassettes={tapes}")
+    studio.run(*tape, "--ncp-record-mode=once", narrator="studio:Breaks").assert_outcomes(failed=1, deselected=7)
+    assert sorted(p.name for p in tapes.iterdir()) == [f"caligari--fork-t3-s{k}.yaml" for k in range(3)]
+    args = studio.args(*tape, "--ncp-record-mode=none", narrator="studio:Breaks")
+    studio.server.stop()  # replay only: no request may reach the server
+    replayed = studio.pytester.runpytest(*args)
+    replayed.assert_outcomes(failed=1, deselected=7)
+    replayed.stdout.fnmatch_lines(["*still failing: 3 of 3 sample(s) at turn 3*"])

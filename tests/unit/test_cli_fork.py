@@ -118,3 +118,16 @@ def test_fork_records_and_replays_cassettes(failed_run, ncp_model_server, tmp_pa
                  str(tmp_path / "replayed"), "--record-mode", "none", *tape]) == 1
     replayed = capsys.readouterr().out
     assert "conflict rate at turn 3: 2/2 = 100%" in recorded and "conflict rate at turn 3: 2/2 = 100%" in replayed
+
+
+def test_continue_with_a_simulated_player(failed_run, ncp_model_server, tmp_path, capsys):
+    out, episode = failed_run
+    ncp_model_server.add(role="player", reply="I follow the sleepwalker into the alley.")
+    code = fork(out / episode["trace"], ncp_model_server, tmp_path, "--turn", "3", "--samples", "1",
+                "--narrator", f"{NARRATORS}:Fixed", "--continue", "2", "--player", "natural",
+                "--player-model", "openai/player")
+    assert code == 0, capsys.readouterr()
+    trace = (tmp_path / "fork" / "traces" / "caligari--fork-t3-s0.jsonl").read_text().splitlines()
+    inputs = [json.loads(line).get("player_input") for line in trace if '"event": "turn"' in line]
+    # Turn 3 is the recorded input; after the fork the simulated player speaks.
+    assert inputs[1:] == ["I follow the sleepwalker into the alley."] * 2 and inputs[0] != inputs[1]
