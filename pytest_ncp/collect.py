@@ -286,9 +286,12 @@ def is_failure_file(config: pytest.Config, folder: Path | None, file_path: Path)
     return folder is not None and file_path.suffix == ".jsonl" and file_path.resolve().parent == folder.resolve()
 
 
-def add_failures_path(config: pytest.Config, folder: Path | None) -> None:
-    """Stored failures are collected in every session that names the folder (like --ff, they run first)."""
+def add_failures_path(config: pytest.Config, folder: Path | None, only: bool = False) -> None:
+    """Stored failures are collected (and run first, like --ff) when the session names the folder and no
+    test paths were given on the command line (as the configured specs), or with --ncp-failures-only."""
     if folder is None or not folder.is_dir() or not any(folder.glob("*.jsonl")):
+        return
+    if config.args_source == pytest.Config.ArgsSource.ARGS and not only:
         return
     here = Path(config.invocation_params.dir)
     given = [(here / a.split("::", 1)[0]).resolve() for a in config.args]

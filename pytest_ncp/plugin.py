@@ -44,7 +44,7 @@ def pytest_configure(config: pytest.Config) -> None:
     add_default_spec_paths(config, settings.specs)
     from .collect import add_failures_path
 
-    add_failures_path(config, settings.failures)
+    add_failures_path(config, settings.failures, settings.failures_only)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(), "ncp-xdist")
 

@@ -122,3 +122,12 @@ def test_stored_failures_replay_from_cassettes(studio):
     replayed = studio.pytester.runpytest(*args)
     replayed.assert_outcomes(failed=1, deselected=7)
     replayed.stdout.fnmatch_lines(["*still failing: 3 of 3 sample(s) at turn 3*"])
+
+
+def test_named_test_paths_leave_stored_failures_out_unless_failures_only(studio):
+    folder = studio.pytester.path / "failures"
+    studio.run(f"--ncp-failures={folder}", narrator="studio:Breaks", max_turns=5)
+    named = studio.run("specs/caligari.yaml", f"--ncp-failures={folder}", narrator="studio:Fixed", max_turns=5)
+    named.assert_outcomes(passed=5, failed=2)  # the spec's 7 tests, no fork[...]
+    only = studio.run("specs/caligari.yaml", f"--ncp-failures={folder}", "--ncp-failures-only", narrator="studio:Fixed")
+    only.assert_outcomes(passed=1, deselected=7)
