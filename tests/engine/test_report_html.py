@@ -257,3 +257,13 @@ def test_odd_trace_events_cost_their_own_details_not_the_report(tmp_path):
     assert "1 unreadable trace line(s) skipped" in html_text
     assert 'class="s-unknown" title="C1 after turn 2: WEIRD"' in html_text
     assert ">REJECTED<" in html_text  # the one well-formed conflict, unconfirmed
+
+
+def test_a_demo_run_is_marked_as_judging_no_real_model(evil_run, tmp_path):
+    plain = write_html([evil_run], tmp_path / "plain.html").read_text()
+    assert "Offline demo" not in plain
+    data = json.loads(evil_run.read_text())
+    data["config"]["demo"] = True
+    evil_run.write_text(json.dumps(data))
+    demo = write_html([evil_run], tmp_path / "demo.html").read_text()
+    assert "Offline demo:" in demo and "they judge no real model" in demo
