@@ -57,6 +57,23 @@ def _key(spec_id: str, repeat: int, repeats: int) -> str:
     return spec_id if repeats == 1 else f"{spec_id}-r{repeat}"
 
 
+def _given_paths(config: pytest.Config) -> list[Path]:
+    """The paths of the session's arguments (node ids cut at ``::``), resolved from where pytest started."""
+    here = Path(config.invocation_params.dir)
+    return [(here / a.split("::", 1)[0]).resolve() for a in config.args]
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _add_arg(config: pytest.Config, path: Path) -> None:
+    """Collect ``path`` too, unless an argument already covers it (pytest would collect it twice)."""
+    path = (Path(config.invocation_params.dir) / path).resolve()
+    if not any(_within(path, given) for given in _given_paths(config)):
+        config.args.append(str(path))
+
+
 def add_default_spec_paths(config: pytest.Config, specs: Sequence[Path]) -> None:
     """Spec tests come from ``--ncp-specs`` / ``ncp_specs`` when no path was given on the command line.
 
@@ -66,25 +83,17 @@ def add_default_spec_paths(config: pytest.Config, specs: Sequence[Path]) -> None
     """
     if config.args_source == pytest.Config.ArgsSource.ARGS:
         return
-    here = Path(config.invocation_params.dir)
-    given = [(here / a.split("::", 1)[0]).resolve() for a in config.args]
     for spec in specs:
-        path = (here / spec).resolve()
-        if not any(path == g or g in path.parents for g in given):
-            config.args.append(str(path))
+        _add_arg(config, spec)
 
 
 def is_spec_file(config: pytest.Config, specs: Sequence[Path], file_path: Path) -> bool:
     """A YAML file is a spec when it lies under a configured spec path or was named on the command line."""
     path = file_path.resolve()
     here = Path(config.invocation_params.dir)
-    for root in specs:
-        root = (here / root).resolve()
-        if path == root or root in path.parents:
-            return True
-    if config.args_source == pytest.Config.ArgsSource.ARGS:
-        return any((here / a.split("::", 1)[0]).resolve() == path for a in config.args)
-    return False
+    if any(_within(path, (here / root).resolve()) for root in specs):
+        return True
+    return config.args_source == pytest.Config.ArgsSource.ARGS and path in _given_paths(config)
 
 
 def episode_scheduler(config: pytest.Config, log: Any) -> Any:
@@ -293,10 +302,7 @@ def add_failures_path(config: pytest.Config, folder: Path | None, only: bool = F
         return
     if config.args_source == pytest.Config.ArgsSource.ARGS and not only:
         return
-    here = Path(config.invocation_params.dir)
-    given = [(here / a.split("::", 1)[0]).resolve() for a in config.args]
-    if not any(folder.resolve() == g or g in folder.resolve().parents for g in given):
-        config.args.append(str(folder.resolve()))
+    _add_arg(config, folder)
 
 
 def failures_first(config: pytest.Config, items: list[pytest.Item], only: bool) -> None:
