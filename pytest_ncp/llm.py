@@ -16,6 +16,7 @@ import os
 import random
 import re
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Literal
 from urllib.parse import urlsplit
@@ -231,7 +232,9 @@ class ModelClient:
     _lean_transport: Any = field(default=None, repr=False)
     _modes: dict[str, str] = field(default_factory=dict, repr=False)          # endpoint|model -> mode
     _mode_notes: dict[str, list[str]] = field(default_factory=dict, repr=False)  # why modes were skipped
-    _mode_locks: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False)
+    # loop -> endpoint|model -> the probe under way (asyncio events belong to the loop that made them)
+    _mode_probes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Event]] = field(
+        default_factory=weakref.WeakKeyDictionary, repr=False)
 
     def __post_init__(self) -> None:
         if self.structured_output not in OUTPUT_MODES:
@@ -307,22 +310,38 @@ class ModelClient:
         known = self._modes.get(key)
         if known is not None:
             return await self._call(shape_structured(request, response_format, known), known)
-        # The first structured call per endpoint and model finds the mode; concurrent ones wait for it
-        # instead of each sending a request the server may refuse.
-        async with self._mode_lock(key):
-            known = self._modes.get(key)
-            if known is not None:
-                return await self._call(shape_structured(request, response_format, known), known)
-            for candidate in OUTPUT_MODES[1:]:
-                try:
-                    completion = await self._call(shape_structured(request, response_format, candidate), candidate)
-                except ModelError as exc:
-                    if not exc.rejects_format or candidate == OUTPUT_MODES[-1]:
-                        raise
-                    self._mode_notes.setdefault(key, []).append(f"{candidate} rejected: {brief_error(str(exc))}")
-                    continue
-                self._modes[key] = candidate
-                return completion
+        # The first structured call per endpoint and model probes the mode; calls that arrive meanwhile
+        # wait for the probe's answer (not for each other), then all go at once with the mode it found.
+        # Nobody holds a lock while making a request: that serialised every episode's first audit calls
+        # (issue 20). A probe that failed for another reason (timeout, 5xx) decided nothing: its waiters
+        # then probe at once, each for itself, rather than one after another.
+        probes = self._mode_probes.setdefault(asyncio.get_running_loop(), {})
+        probe = probes.get(key)
+        if probe is None:
+            probes[key] = done = asyncio.Event()
+            try:
+                return await self._probe_mode(key, request, response_format)
+            finally:
+                del probes[key]
+                done.set()
+        await probe.wait()
+        known = self._modes.get(key)
+        if known is not None:
+            return await self._call(shape_structured(request, response_format, known), known)
+        return await self._probe_mode(key, request, response_format)
+
+    async def _probe_mode(self, key: str, request: dict[str, Any], response_format: dict[str, Any]) -> Completion:
+        """Try each structured-output mode in turn until one is accepted; remember it for ``key``."""
+        for candidate in OUTPUT_MODES[1:]:
+            try:
+                completion = await self._call(shape_structured(request, response_format, candidate), candidate)
+            except ModelError as exc:
+                if not exc.rejects_format or candidate == OUTPUT_MODES[-1]:
+                    raise
+                self._mode_notes.setdefault(key, []).append(f"{candidate} rejected: {brief_error(str(exc))}")
+                continue
+            self._modes[key] = candidate
+            return completion
         raise AssertionError("unreachable: the prompt mode sends no response_format to reject")
 
     def _through_litellm(self, model: str) -> bool:
@@ -334,12 +353,6 @@ class ModelClient:
 
             return not handles(model)
         return True
-
-    def _mode_lock(self, key: str) -> asyncio.Lock:
-        loop_key = f"{key}@{id(asyncio.get_running_loop())}"
-        if loop_key not in self._mode_locks:
-            self._mode_locks[loop_key] = asyncio.Lock()
-        return self._mode_locks[loop_key]
 
     async def _call(self, request: dict[str, Any], mode: str | None) -> Completion:
         if self._through_litellm(request["model"]):

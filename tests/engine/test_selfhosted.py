@@ -58,6 +58,41 @@ def test_auto_falls_back_once_to_json_object_with_the_schema_and_remembers_it():
     assert "json_schema rejected" in client.mode_notes("openai/a")[0]
 
 
+def test_concurrent_first_calls_under_auto_wait_for_the_probe_not_for_each_other():
+    # Issue 20: every call that arrived while the mode was probed used to make its whole request while
+    # holding the probe's lock, so N episodes' first audit steps went one at a time (max in flight 1).
+    n = 12
+    with ScriptedModelServer(latency=0.2) as server:
+        client = ModelClient(api_base=server.base_url, backoff=0.0)
+
+        async def first_calls():
+            return await asyncio.gather(*(client.complete("auditor", "openai/a", MSG, step="fact_update",
+                                                          response_format=response_format("fact_update"))
+                                          for _ in range(n)))
+
+        asyncio.run(first_calls())
+    assert len(server.requests) == n and formats(server) == ["json_schema"] * n
+    # One probe, then everyone else at once: n - 1 requests in flight together.
+    assert server.max_in_flight == n - 1
+
+
+def test_waiters_on_a_probe_that_failed_for_another_reason_probe_at_once_each_for_itself():
+    with ScriptedModelServer(latency=0.1) as server:
+        server.add(status=503, times=1)  # the probe: not a format rejection, so it decides no mode
+        client = ModelClient(api_base=server.base_url, backoff=0.0, max_retries=0)
+
+        async def first_calls():
+            return await asyncio.gather(*(client.complete("auditor", "openai/a", MSG, step="fact_update",
+                                                          response_format=response_format("fact_update"))
+                                          for _ in range(6)), return_exceptions=True)
+
+        results = asyncio.run(first_calls())
+        port = server.port
+    assert sum(isinstance(r, ModelError) for r in results) == 1
+    assert len(server.requests) == 6 and server.max_in_flight == 5
+    assert client.output_modes() == {f"127.0.0.1:{port}|openai/a": "json_schema"}
+
+
 def test_auto_ends_in_prompt_mode_when_every_response_format_is_refused():
     with ScriptedModelServer(reject_formats=("json_schema", "json_object")) as server:
         server.add(step="conflict_confirmation", reply={"confirmed": False, "explanation": "no"})
