@@ -15,8 +15,10 @@ A case file::
         node: deed-signed            # current trajectory node (id)
         trigger_done: false          # its trigger happened in the previous turn (the auditor is told so,
                                      # as an episode remembers it: TurnContext.trigger_turn = turn - 1)
-        added: {F11: "..."}          # facts earlier turns added (ids as the ledger gives them)
-        negated: [F6]                # facts earlier turns negated
+        added: {F11: "..."}          # facts earlier turns added (ids as the ledger gives them), each at
+                                     # turn - 1, or at its own turn: {F11: {text: "...", turn: 2}}
+                                     # (long-horizon points rebuild a story that grew over many turns)
+        negated: [F6]                # facts earlier turns negated, at turn - 1, or {F6: 4} at their own turn
         commitments: {C3: SATISFIED} # states other than PENDING
         previous: "..."              # the narrator's previous narration (context only)
     cases:
@@ -87,8 +89,8 @@ class Point:
     node: str
     node_index: int
     trigger_done: bool
-    added: tuple[tuple[str, str], ...]
-    negated: tuple[str, ...]
+    added: tuple[tuple[str, str, int], ...]  # (fact id, text, turn it was added)
+    negated: tuple[tuple[str, int], ...]     # (fact id, turn it was negated)
     commitments: tuple[tuple[str, str], ...]
     previous: str | None
 
@@ -123,12 +125,7 @@ class GoldCase:
         return (self.trigger or self.point.trigger_done) and self.delta
 
     def ledger(self) -> FactLedger:
-        ledger = FactLedger.from_initial((f.id, f.text) for f in self.spec.initial_facts)
-        for _, text in self.point.added:
-            ledger.add(text, max(self.point.turn - 1, 0))
-        for fact_id in self.point.negated:
-            ledger.negate(fact_id, max(self.point.turn - 1, 0))
-        return ledger
+        return _point_ledger(self.spec, self.point.added, self.point.negated)
 
     def commitment_states(self) -> dict[str, str]:
         states = {c.id: "PENDING" for c in self.spec.all_commitments}  # the world rules (W1, ...) too, as episodes
@@ -266,19 +263,26 @@ def _point(pid: str, raw: Any, spec: NarrativeSpec, problem: Any) -> Point | Non
     if not isinstance(turn, int) or isinstance(turn, bool) or turn < 1:
         problem(("turn",), f"expected a turn number >= 1, got {turn!r}")
         return None
-    added = raw.get("added") or {}
+    added = _timed(raw.get("added") or {}, turn, ("added",), problem, texts=True)
+    negated = _timed(raw.get("negated"), turn, ("negated",), problem, texts=False)
+    if added is None or negated is None:
+        return None
     ledger = FactLedger.from_initial((f.id, f.text) for f in spec.initial_facts)
-    for fid, text in added.items():
-        got = ledger.add(str(text), turn - 1).id
-        if got != str(fid):
+    for fid, text, at in added:
+        got = ledger.add(text, at).id
+        if got != fid:
             problem(("added", fid), f"the ledger gives this fact the id {got!r}, not {fid!r} (ids follow the "
                                     "initial facts in order)")
             return None
-    for fid in _ids(raw.get("negated")):
+    for fid, at in negated:
         if not ledger.is_active(fid):
             problem(("negated",), f"{fid!r} names no fact of the ledger at this point")
             return None
-        ledger.negate(fid, turn - 1)
+        if ledger[fid].added_turn > at:
+            problem(("negated", fid), f"{fid} is negated at turn {at}, before it was added "
+                                      f"(turn {ledger[fid].added_turn})")
+            return None
+        ledger.negate(fid, at)
     commitments = {c.id for c in spec.commitments}
     states = raw.get("commitments") or {}
     for cid, state in states.items():
@@ -287,8 +291,52 @@ def _point(pid: str, raw: Any, spec: NarrativeSpec, problem: Any) -> Point | Non
                                           f" (an episode ends at a violation), got {cid}: {state}")
             return None
     return Point(pid, turn, node, nodes.index(node), bool(raw.get("trigger_done", False)),
-                 tuple((str(k), str(v)) for k, v in added.items()), tuple(_ids(raw.get("negated"))),
-                 tuple(states.items()), raw.get("previous"))
+                 tuple(added), tuple(negated), tuple(states.items()), raw.get("previous"))
+
+
+def _timed(raw: Any, turn: int, where: tuple[str, ...], problem: Any, *, texts: bool) -> list[Any] | None:
+    """A point's ``added`` ({id: text} or {id: {text, turn}}) or ``negated`` ([id] or {id: turn}) as
+    (id, text, turn) or (id, turn) entries, each turn in 0..turn-1; added facts in the order of their turns
+    (the ledger numbers them in that order)."""
+    if not texts and not isinstance(raw, dict):
+        raw = {fid: None for fid in _ids(raw)}
+    if not isinstance(raw, dict):
+        problem(where, "expected a mapping of fact ids" + (" to texts" if texts else " (or a list of fact ids)"))
+        return None
+    out: list[Any] = []
+    last = 0
+    for fid, value in raw.items():
+        at: Any = turn - 1
+        text: Any = value
+        if texts and isinstance(value, dict):
+            unknown = sorted(set(value) - {"text", "turn"})
+            if unknown:
+                problem((*where, str(fid)), f"unknown field {unknown[0]!r} (valid: text, turn)")
+                return None
+            text, at = value.get("text"), value.get("turn", turn - 1)
+        elif not texts and value is not None:
+            at = value
+        if texts and (not isinstance(text, str) or not text.strip()):
+            problem((*where, str(fid)), "expected the fact's text")
+            return None
+        if not isinstance(at, int) or isinstance(at, bool) or not 0 <= at < turn or (texts and at < last):
+            first = last if texts else 0
+            problem((*where, str(fid)), f"expected a turn from {first} to {turn - 1} (before the point's turn "
+                                        f"{turn}{', in the order facts were added' if texts else ''}), got {at!r}")
+            return None
+        last = at
+        out.append((str(fid), text.strip(), at) if texts else (str(fid), at))
+    return out
+
+
+def _point_ledger(spec: NarrativeSpec, added: Iterable[tuple[str, str, int]],
+                  negated: Iterable[tuple[str, int]]) -> FactLedger:
+    ledger = FactLedger.from_initial((f.id, f.text) for f in spec.initial_facts)
+    for _, text, at in added:
+        ledger.add(text, at)
+    for fact_id, at in negated:
+        ledger.negate(fact_id, at)
+    return ledger
 
 
 def parse_conflict(text: str) -> GoldConflict:

@@ -178,6 +178,44 @@ def test_check_names_file_line_and_what_is_wrong(tmp_path, capsys):
         assert expected in out, expected
 
 
+def test_a_long_horizon_point_rebuilds_a_ledger_grown_over_many_turns(tmp_path, capsys):
+    # Facts the story added at turns 1..t-1 (not all at t-1), one negated later: the ledger an episode
+    # would hold at turn t, with each fact's turn; a fact negated before it was added is refused.
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "cases").mkdir()
+    shutil.copy(GOLD / "specs" / "nosferatu.yaml", tmp_path / "specs")
+    n = len(load_gold_set(GOLD).specs["nosferatu"].initial_facts)
+    a, b, c = (f"F{n + i}" for i in (1, 2, 3))
+    cases = textwrap.dedent(f"""\
+        spec: nosferatu
+        points:
+          late:
+            turn: 12
+            node: carpathian-inn
+            added:
+              {a}: {{text: "Hutter bought a silver crucifix in the village market.", turn: 2}}
+              {b}: {{text: "The coachman refused to cross the pass after dark.", turn: 5}}
+              {c}: "Hutter keeps the Book of Vampires in his coat pocket."
+            negated: {{{b}: 9}}
+        cases:
+          - id: x-1
+            point: late
+            input: I touch the crucifix at my throat.
+            response: You reach for your throat, but there is nothing there; you never owned a crucifix.
+            conflict: fact:{a}
+            why: the story added the crucifix at turn 2; ten turns later the narration denies it
+        """)
+    (tmp_path / "cases" / "nosferatu.yaml").write_text(cases)
+    gold = load_gold_set(tmp_path)
+    assert not gold.problems, gold.problems
+    ledger = gold.cases[0].ledger()
+    assert [(f.id, f.added_turn) for f in ledger.active()][-2:] == [(a, 2), (c, 11)]
+    assert not ledger.is_active(b) and ledger.is_active(b, 8)
+    (tmp_path / "cases" / "nosferatu.yaml").write_text(cases.replace(f"{b}: 9", f"{a}: 1"))
+    assert main(["calibrate", "--check", "--set", str(tmp_path)]) == 1
+    assert f"points.late.negated.{a}: {a} is negated at turn 1, before it was added (turn 2)" in capsys.readouterr().out
+
+
 def test_a_point_whose_trigger_happened_earlier_tells_the_trajectory_prompt(ncp_model_server, gold, tmp_path):
     # Trigger memory, as in episodes: the prompt names the turn of the trigger and asks for the key delta.
     done = [c for c in gold.cases if c.point.trigger_done]
