@@ -84,8 +84,8 @@ def register(sub: Any) -> None:
     r.add_argument("--reviewer", metavar="NAME", help="who reviewed it (required with --approve)")
     r.add_argument("--note", metavar="TEXT", help="review notes to record")
     r.add_argument("--checked", metavar="CHECK", action="append", default=[],
-                   help="a check the reviewer made by reading (repeatable): facts-true-at-turn-0, "
-                        "commitments-auditable-from-one-response")
+                   help="a check the reviewer made by reading (repeatable): "
+                        + ", ".join(_review_checks()))
     r.add_argument("--finding", metavar="TEXT", action="append", default=[],
                    help="what the review found (repeatable; added to the spec's earlier findings)")
     r.add_argument("--fix", metavar="TEXT", action="append", default=[],
@@ -294,3 +294,9 @@ def cmd_review(args: argparse.Namespace) -> int:
     os.replace(tmp, path)
     print(f"recorded in {path}: reviewed by {review['reviewer']} on {review['date'].isoformat()}")
     return EXIT_OK
+
+
+def _review_checks() -> list[str]:
+    from ..authoring.review import REVIEW_CHECKS
+
+    return list(REVIEW_CHECKS)
