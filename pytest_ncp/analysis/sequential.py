@@ -479,14 +479,20 @@ def seeded_order(jobs: Iterable[Job], seed: int | str) -> list[Job]:
     """A reproducible random order of (spec_id, repeat) jobs: the order the runner starts episodes in.
 
     The jobs are first sorted by (str(spec_id), repeat), so the order depends only on the set of jobs
-    and the seed, not on the order specs were found in; then shuffled by ``random.Random(seed)``
-    (a str seed is hashed with SHA-512 by ``random``, so it is stable across processes and
-    PYTHONHASHSEED).
+    and the seed, not on the order specs were found in; then shuffled (Fisher-Yates) with draws of
+    ``random.Random(seed).random()``, the one part of ``random`` whose output Python promises to keep
+    across versions (``shuffle`` itself is not so promised), so a recorded seed replays the same order.
+    A str seed is hashed with SHA-512 by ``random``: stable across processes and PYTHONHASHSEED.
     """
     if not isinstance(seed, (int, str)) or isinstance(seed, bool):
         raise TypeError(f"seed must be an int or a str, got {type(seed).__name__}")
     ordered = sorted(jobs, key=lambda job: (str(job[0]), job[1]))
-    random.Random(seed).shuffle(ordered)
+    if len(set(ordered)) != len(ordered):
+        raise ValueError("a (spec, repeat) job is listed twice")
+    draw = random.Random(seed).random
+    for i in range(len(ordered) - 1, 0, -1):
+        j = int(draw() * (i + 1))
+        ordered[i], ordered[j] = ordered[j], ordered[i]
     return ordered
 
 
