@@ -16,10 +16,17 @@ from tests.conftest import ROOT
 GOLD = ROOT / "calibration"
 
 
-def canaries(project, k: int, answer) -> list:
-    cases = sample_canaries(load_gold_set(GOLD).cases, k, seed=0)
+def canaries(project, k: int, answer, seed: int = 0) -> list:
+    cases = sample_canaries(load_gold_set(GOLD).cases, k, seed=seed)
     install(project.server, cases, answer)
     return cases
+
+
+def seed_without(spec_id: str, k: int) -> int:
+    """A canary seed whose k cases include none of ``spec_id`` (so a rule aimed at that spec's episode
+    prompts cannot also hit a canary, whatever cases the gold set gains)."""
+    gold = load_gold_set(GOLD).cases
+    return next(s for s in range(1000) if all(c.spec.id != spec_id for c in sample_canaries(gold, k, seed=s)))
 
 
 def test_canary_scores_reach_summary_results_and_junit(project):
@@ -84,10 +91,12 @@ def test_canaries_run_once_on_the_xdist_controller(project):
 def test_canary_gate_error_budget_and_survival_gate_each_say_their_part(project):
     # Episodes cannot be judged (exit 6 wins: the run proves nothing) and the auditor also misses canaries:
     # every verdict is printed, and the canary one still names the auditor.
-    cases = canaries(project, 4, "never")
+    seed = seed_without("caligari", 4)
+    cases = canaries(project, 4, "never", seed=seed)
     assert all(c.spec.id != "caligari" for c in cases)
     project.server.add(step="fact_update", contains="STORY: The Cabinet of Dr. Caligari", reply="not json at all")
-    result = project.run("-q", "--ncp-canaries=4", f"--ncp-canary-set={GOLD}", "--ncp-min-survival=0.5@2")
+    result = project.run("-q", "--ncp-canaries=4", f"--ncp-canary-set={GOLD}", f"--ncp-canary-seed={seed}",
+                         "--ncp-min-survival=0.5@2")
     assert result.ret == 6, result.stdout.str()
     result.stdout.fnmatch_lines([
         "ncp error budget EXCEEDED: 1 of 1 episode(s) of the session could not be judged*",
