@@ -30,14 +30,20 @@ def _squash(text: str) -> str:
     return " ".join(text.split())
 
 
+def _unescape(text: str, tag: str) -> str:
+    """Undo what the prompts' ``untrusted`` filter did to a data block (``</tag`` -> ``<\\/tag``), so a
+    narration that carries a fake closing tag (an injection case) is recognised as the case it is."""
+    return text.replace(f"<\\/{tag}", f"</{tag}").replace(f"<\\{tag}", f"<{tag}")
+
+
 def request_key(text: str) -> tuple[str, int, str, str] | None:
     """(title, turn, input, narration) as a prompt shows them; None when the prompt is not an audit."""
     title, turn, narration = _TITLE.search(text), _TURN.search(text), _NARRATION.search(text)
     if not (title and turn and narration):
         return None
     player = _INPUT.search(text)
-    return (title.group(1), int(turn.group(1)), _squash(player.group(1)) if player else "",
-            _squash(narration.group(1)))
+    said = _unescape(player.group(1), "player_input") if player else ""
+    return (title.group(1), int(turn.group(1)), _squash(said), _squash(_unescape(narration.group(1), "narration")))
 
 
 def evidence(response: str, words: int = 8) -> str:
