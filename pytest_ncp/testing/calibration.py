@@ -31,7 +31,8 @@ def _squash(text: str) -> str:
 
 
 def _unescape(text: str, tag: str) -> str:
-    """Undo ``prompts.untrusted``: the data as the case holds it (an injection case may carry ``</narration>``)."""
+    """Undo what the prompts' ``untrusted`` filter did to a data block (``</tag`` -> ``<\\/tag``), so a
+    narration that carries a fake closing tag (an injection case) is recognised as the case it is."""
     return text.replace(f"<\\/{tag}", f"</{tag}").replace(f"<\\{tag}", f"<{tag}")
 
 
@@ -41,8 +42,8 @@ def request_key(text: str) -> tuple[str, int, str, str] | None:
     if not (title and turn and narration):
         return None
     player = _INPUT.search(text)
-    return (title.group(1), int(turn.group(1)), _squash(_unescape(player.group(1), "player_input")) if player else "",
-            _squash(_unescape(narration.group(1), "narration")))
+    said = _unescape(player.group(1), "player_input") if player else ""
+    return (title.group(1), int(turn.group(1)), _squash(said), _squash(_unescape(narration.group(1), "narration")))
 
 
 def evidence(response: str, words: int = 8) -> str:
