@@ -15,8 +15,10 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-EXIT_ERROR_BUDGET = 6  # more episodes could not be judged than --max-error-rate allows (metrics.EXIT_ERROR_BUDGET)
+from .commands.common import (
+    EXIT_ERROR_BUDGET, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, check_specs, client_settings, error_rate,
+    model_call_options, positive, summary, usage, whole_number, worker_count,
+)
 
 # Further commands live in their own modules, each with ``register(subparsers)`` that adds its
 # sub-command (with ``set_defaults(func=...)``); keep their imports inside the command functions.
@@ -28,6 +30,9 @@ COMMAND_MODULES: tuple[str, ...] = ("pytest_ncp.commands.lint", "pytest_ncp.comm
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .llm.litellm_path import quiet_in_own_process
+
+    quiet_in_own_process()  # ncp owns its process: litellm's help banners stay out of its output
     parser = _parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
@@ -71,7 +76,7 @@ def _version() -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from .config import DEFAULT_AUDITOR_MODEL, PLAYER_KINDS
+    from .config import DEFAULT_AUDITOR_MODEL, PLAYER_KINDS, RECORD_MODES
 
     parser = _Parser(prog="ncp", description="Narrative Commitment Preservation: test narrator agents.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -95,16 +100,16 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--auditor-model", default=None,
                        help=f"litellm model of the auditor (default: {DEFAULT_AUDITOR_MODEL})")
         p.add_argument("--api-base", help="OpenAI-compatible endpoint for every role (overrides env vars)")
-        p.add_argument("--max-turns", type=_positive, default=100, help="turn limit per episode")
-        p.add_argument("--repeats", type=_positive, default=1, help="episodes per spec (pass^k needs k >= 2)")
-        p.add_argument("--concurrency", type=_positive, default=16, help="episodes and calls in flight")
+        p.add_argument("--max-turns", type=positive, default=100, help="turn limit per episode")
+        p.add_argument("--repeats", type=positive, default=1, help="episodes per spec (pass^k needs k >= 2)")
+        p.add_argument("--concurrency", type=positive, default=16, help="episodes and calls in flight")
         model_call_options(p)
-        p.add_argument("--survival-turn", type=_positive, default=None,
+        p.add_argument("--survival-turn", type=positive, default=None,
                        help="turn of the headline survival figure (default: 20, or --max-turns when lower)")
         p.add_argument("--min-survival", metavar="RATE[@TURN]",
                        help="exit 1 when survival@TURN < RATE, or when it cannot be measured (too few episodes "
                             "observed up to TURN)")
-        p.add_argument("--max-error-rate", metavar="RATE", type=_error_rate, default=0.0,
+        p.add_argument("--max-error-rate", metavar="RATE", type=error_rate, default=0.0,
                        help="share of episodes allowed to end in an auditor, model or player error (unknown "
                             "outcome), e.g. 0.05 or 5%%; above it ncp exits 6 (default 0: any such error)")
         p.add_argument("--out", metavar="DIR", help="write DIR/results.json and DIR/traces/*.jsonl")
@@ -113,12 +118,12 @@ def _parser() -> argparse.ArgumentParser:
                             "Refuses when the settings or a spec changed since (see --force)")
         p.add_argument("--force", action="store_true",
                        help="with --resume: re-run the episodes whose settings or spec changed instead of refusing")
-        p.add_argument("--record-mode", choices=("none", "once", "new_episodes", "all"),
+        p.add_argument("--record-mode", choices=RECORD_MODES,
                        help="record/replay every model call to cassettes (none = replay only)")
         p.add_argument("--cassettes", metavar="DIR", help="cassette directory for --record-mode")
         p.add_argument("--no-pipeline", action="store_true",
                        help="audit each turn before playing the next (the sequential reference; same results, slower)")
-        p.add_argument("--workers", type=_workers, default="auto", metavar="N|auto",
+        p.add_argument("--workers", type=worker_count, default="auto", metavar="N|auto",
                        help="processes to spread episodes over (default auto: 1 up to 32 episodes in flight, "
                             "then one more per 32, at most one per core); one results.json, one progress bar")
         p.add_argument("--shard", metavar="I/N",
@@ -149,112 +154,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def model_call_options(p: argparse.ArgumentParser, *, timeout: float = 120.0) -> None:
-    """Options that shape every model call (shared by run, demo, reaudit and doctor)."""
-    from .config import DEFAULT_MAX_TOKENS, OUTPUT_MODES, SYSTEM_PROMPT_MODES
-
-    p.add_argument("--timeout", type=_seconds, default=timeout,
-                   help=f"seconds per model request (default {timeout:g}); a call with its retries gets 2.5x that")
-    p.add_argument("--deadline", type=_seconds, default=None,
-                   help="seconds per model call including retries (default 2.5 x --timeout)")
-    p.add_argument("--concurrency-per-endpoint", type=_positive, default=None, metavar="N",
-                   help="model requests in flight per endpoint (default 4 per episode); 1 for llama.cpp-style "
-                        "servers that answer one request at a time")
-    p.add_argument("--max-tokens", action="append", default=None, metavar="ROLE=N",
-                   help="limit on generated tokens per call, repeatable; defaults: "
-                        + ", ".join(f"{r}={n}" for r, n in DEFAULT_MAX_TOKENS.items()))
-    p.add_argument("--structured-output", choices=OUTPUT_MODES, default="auto",
-                   help="how auditor answers are asked for (default auto: json_schema, then json_object, then "
-                        "prompt, chosen once per endpoint and model)")
-    p.add_argument("--system-prompt", choices=SYSTEM_PROMPT_MODES, default="keep",
-                   help="merge: fold system prompts into the first user message (chat templates that drop them)")
-
-
-def client_settings(args: argparse.Namespace) -> dict:
-    """The RunConfig fields of ``model_call_options``; ValueError for a bad --max-tokens."""
-    from .config import parse_max_tokens
-
-    return {"timeout": args.timeout, "deadline": args.deadline,
-            "concurrency_per_endpoint": args.concurrency_per_endpoint,
-            "max_tokens": parse_max_tokens(args.max_tokens), "structured_output": args.structured_output,
-            "system_prompt": args.system_prompt}
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
-    return value
-
-
-def whole_number(minimum: int):  # noqa: ANN201 - an argparse type
-    """argparse type: a whole number >= ``minimum``, with a message that says so."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
-        return value
-
-    return parse
-
-
-_positive = whole_number(1)
-
-
-def _workers(text: str) -> int | str:
-    if text == "auto":
-        return text
-    try:
-        return whole_number(1)(text)
-    except argparse.ArgumentTypeError as exc:
-        raise argparse.ArgumentTypeError(f"{exc} (or auto)") from None
-
-
-def _error_rate(text: str) -> float:
-    from .metrics import parse_error_rate
-
-    try:
-        return parse_error_rate(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def load_specs_or_report(paths: Sequence[str]) -> tuple[list, list] | None:
-    """Load specs for a command; a path that does not exist is reported on stderr (None returned)."""
-    from .spec import SpecError, load_specs
-
-    try:
-        return load_specs(paths)
-    except SpecError as exc:
-        print(exc, file=sys.stderr)
-        return None
-
-
 # --- commands ------------------------------------------------------------------------------------
-
-
-def check_specs(paths: Sequence[str], *, lint: bool, quiet: bool = False) -> tuple[list, list, list] | None:
-    """Load specs and print their problems (and, with ``lint``, their lint findings): validate and lint share it."""
-    loaded = load_specs_or_report(paths)
-    if loaded is None:
-        return None
-    specs, errors = loaded
-    for err in errors:
-        print(err)
-    findings: list = []
-    if lint:
-        from .lint import lint_spec
-
-        findings = [f for spec in specs for f in lint_spec(spec)]
-        for finding in findings if not quiet else ():
-            print(finding)
-    return specs, errors, findings
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -290,11 +190,11 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
         try:
             gate = Gate.parse(args.min_survival)
         except ValueError as exc:
-            return _usage(str(exc))
+            return usage(str(exc))
     try:
         call_settings = client_settings(args)
     except ValueError as exc:
-        return _usage(str(exc))
+        return usage(str(exc))
     config = RunConfig(
         narrator=narrator or args.narrator, narrator_model=args.narrator_model, player=args.player,
         player_model=args.player_model, auditor_model=args.auditor_model or DEFAULT_AUDITOR_MODEL,
@@ -305,30 +205,30 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
         shard=args.shard, **call_settings,
     )
     if args.resume and not args.out:
-        return _usage("--resume needs --out DIR (the directory of the run to continue)")
+        return usage("--resume needs --out DIR (the directory of the run to continue)")
     canary_cases: list = []
     if args.canaries:
         from .calibration.audit import pick_canaries
         from .calibration.goldset import GoldSetError
 
         if not 0.0 <= args.min_canary_recall <= 1.0:
-            return _usage(f"--min-canary-recall must be a rate between 0 and 1, got {args.min_canary_recall}")
+            return usage(f"--min-canary-recall must be a rate between 0 and 1, got {args.min_canary_recall}")
         try:
             canary_cases = pick_canaries(args.canary_set, args.canaries, seed=args.canary_seed)
         except GoldSetError as exc:
-            return _usage(f"--canaries: {exc}")
+            return usage(f"--canaries: {exc}")
     problems = config.validate()
     if problems:
-        return _usage("; ".join(problems))
+        return usage("; ".join(problems))
     specs, errors = load_specs(args.specs)
     for err in errors:
         print(err, file=sys.stderr)
     if not specs:
-        return _usage(f"no valid spec found in {' '.join(args.specs)}")
+        return usage(f"no valid spec found in {' '.join(args.specs)}")
     try:
         runner = Runner(config, out_dir=Path(args.out) if args.out else None)
     except (NarratorLoadError, ValueError) as exc:
-        return _usage(str(exc))
+        return usage(str(exc))
     if args.resume:
         from .runner import ResumeMismatch
 
@@ -386,7 +286,7 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     from .metrics import error_budget
 
     metrics = compute_metrics(entries, survival_turn=config.survival_turn)
-    print(_summary(metrics, config.survival_turn))
+    print(summary(metrics, config.survival_turn))
     if config.demo:
         print("offline demo: every model was the bundled scripted server; these figures judge no real model")
     if canaries is not None:
@@ -433,27 +333,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"offline demo: every model is the scripted server at {server.base_url} "
               "(scripted answers, not real judgments)")
         return cmd_run(args, narrator="pytest_ncp.narrators:LLMNarrator", api_base=server.base_url, demo=True)
-
-
-def _summary(m: dict, turn: int) -> str:
-    rates = m["conflict_rates"]
-    held = "n/a" if m.get("held_pct") is None else f"{m['held_pct']:.1f}%"
-    if not m.get("judged", m["episodes"] - m["errors"]):
-        figures = "nothing judged: every figure is n/a"
-    else:
-        figures = (f"avg turns {m['avg_turns']:.2f}, progress {m['progress_pct']:.1f}%, satisfied "
-                   f"{m['satisfied_pct']:.1f}%, invariants held {held}, conflicts fact {rates['fact']:.0%} / "
-                   f"commitment {rates['commitment']:.0%} / player input {rates['player_input']:.0%}, "
-                   f"successes {m['successes']}, conflict-free {m['conflict_free']}, turn limit {m['turn_limit']}, "
-                   f"script exhausted {m['script_exhausted']}")
-    return (f"{m['episodes']} episode(s), {m['narrator_errors']} narrator error(s) (failures), {m['unknown']} "
-            f"unknown (auditor/model/player errors): survival@{turn} {m['survival_point']['text']}, {figures}, "
-            f"tokens {m['tokens']}, cost ${m['cost_usd']:.4f}")
-
-
-def _usage(message: str) -> int:
-    print(f"ncp: error: {message}", file=sys.stderr)
-    return EXIT_USAGE
 
 
 if __name__ == "__main__":  # pragma: no cover

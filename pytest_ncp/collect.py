@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 import pytest
 
 from .options import MARKER, PROPERTY_PREFIX
+from .session import SESSION_KEY, NcpSession
 
 if TYPE_CHECKING:
     from .episode import EpisodeResult
-    from .session import NcpSession
     from .spec import NarrativeSpec
 
 
@@ -134,8 +134,6 @@ class SpecFile(pytest.File):
 
     @property
     def ncp(self) -> NcpSession:
-        from .plugin import SESSION_KEY
-
         return self.config.stash[SESSION_KEY]
 
     def collect(self) -> Iterable[pytest.Item]:
@@ -342,8 +340,6 @@ class ForkItem(pytest.Item):
 
     @property
     def ncp(self) -> NcpSession:
-        from .plugin import SESSION_KEY
-
         return self.config.stash[SESSION_KEY]
 
     def setup(self) -> None:

@@ -29,7 +29,7 @@ from .config import episode_name
 from .metrics import MIN_OBSERVED_SHARE, CONFLICT_KINDS, compute_metrics, failure_turn, is_unknown, pearson
 from .metrics import survival_at
 from .metrics import survived_at as _survived_at
-from .traces import check_results
+from .results import check_results
 
 Key = tuple[str, int]
 Episode = Mapping[str, Any]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 PLAYER_KINDS: tuple[str, ...] = ("scripted", "adversarial", "natural")
 DEFAULT_AUDITOR_MODEL = "openai/gpt-4o-mini"
@@ -21,6 +21,8 @@ DEFAULT_MAX_TOKENS: dict[str, int] = {"narrator": 600, "player": 150, "auditor":
 OUTPUT_MODES: tuple[str, ...] = ("auto", "json_schema", "json_object", "prompt")
 # ``merge`` folds system prompts into the first user message, for chat templates that drop them.
 SYSTEM_PROMPT_MODES: tuple[str, ...] = ("keep", "merge")
+# Record / replay of model calls (``cassette.py`` says what each mode does); pytest-recording's names.
+RECORD_MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all")
 
 
 def parse_max_tokens(items: list[str] | tuple[str, ...] | str | None) -> dict[str, int]:
@@ -47,6 +49,42 @@ def parse_max_tokens(items: list[str] | tuple[str, ...] | str | None) -> dict[st
 
 
 SCHEDULE_FIELDS: tuple[str, ...] = ("pipeline", "shard")
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One slice of a run's episodes (``--shard i/n``); ``shards.py`` says how slices are cut and merged."""
+
+    index: int  # 1-based, as CI matrices count
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """``i/n`` with 1 <= i <= n; the message says what is expected."""
+        left, sep, right = str(text).partition("/")
+        try:
+            index, count = int(left), int(right)
+        except ValueError:
+            index = count = 0
+        if not sep or count < 1 or not 1 <= index <= count:
+            raise ValueError(f"--shard {text!r}: expected i/n with 1 <= i <= n (e.g. 1/4 ... 4/4)")
+        return cls(index, count)
+
+    def select(self, jobs: Sequence[tuple[Any, int]]) -> list[tuple[Any, int]]:
+        """This shard's share of ``(spec, repeat)`` jobs, in the order given."""
+        def ident(job: tuple[Any, int]) -> tuple[str, int]:
+            spec, repeat = job
+            return (getattr(spec, "id", spec), repeat)
+
+        ordered = sorted(jobs, key=ident)
+        mine = {ident(job) for k, job in enumerate(ordered) if k % self.count == self.index - 1}
+        return [job for job in jobs if ident(job) in mine]
+
+    def to_dict(self) -> dict[str, int]:
+        return {"index": self.index, "count": self.count}
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
 
 
 @dataclass
@@ -86,15 +124,11 @@ class RunConfig:
             problems.append(f"the {self.player} player needs a model: set the player model "
                             "(e.g. openai/gpt-4o-mini)")
         if self.record_mode is not None:
-            from .cassette import RECORD_MODES
-
             if self.record_mode not in RECORD_MODES:
                 problems.append(f"unknown record mode {self.record_mode!r}; valid: {', '.join(RECORD_MODES)}")
             if not self.cassettes:
                 problems.append("a record mode needs a cassette directory (--cassettes DIR)")
         if self.shard is not None:
-            from .shards import Shard
-
             try:
                 Shard.parse(self.shard)
             except ValueError as exc:
@@ -125,8 +159,8 @@ class RunConfig:
                 "structured_output": self.structured_output, "system_prompt": self.system_prompt}
 
     def to_dict(self) -> dict[str, Any]:
-        from .llm import scrub
         from .prompts import PROMPT_VERSION
+        from .redact import scrub
 
         data = asdict(self)
         for name in SCHEDULE_FIELDS:

@@ -22,6 +22,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from .exit_codes import EXIT_ERROR_BUDGET, EXIT_GATE_FAILED
+
 CONFLICT_KINDS = ("fact", "commitment", "player_input")
 Episode = Mapping[str, Any]
 Z95 = 1.959964
@@ -272,9 +274,6 @@ def compute_metrics(episodes: Iterable[Episode], *, survival_turn: int = 20,
 
 # --- gates: the error budget and the survival gate ----------------------------------------------------
 
-# Exit codes shared by ``ncp`` and the pytest plugin (documented in the README).
-EXIT_GATE_FAILED = 1      # the narrator failed the gate (or the gate could not decide)
-EXIT_ERROR_BUDGET = 6     # too many episodes could not be judged: the run proves nothing either way
 
 
 def parse_error_rate(text: str | float) -> float:

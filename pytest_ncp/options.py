@@ -132,6 +132,10 @@ class Settings:
         return bool(self.run.narrator)
 
 
+# The resolved settings of a session, set at configure time (``plugin.pytest_configure``).
+SETTINGS_KEY = pytest.StashKey[Settings]()
+
+
 def _raw(config: pytest.Config, name: str) -> tuple[Any, str]:
     value = config.getoption(ini_key(name), default=None)
     if value is not None:

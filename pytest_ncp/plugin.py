@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 import pytest
 
 from . import options
+from .exit_codes import EXIT_ERROR_BUDGET
+from .options import SETTINGS_KEY
+from .session import SESSION_KEY, NcpSession
 
 if TYPE_CHECKING:
     from .episode import EpisodeResult
-    from .session import NcpSession
     from .spec import NarrativeSpec
-
-SETTINGS_KEY = pytest.StashKey["options.Settings"]()
-SESSION_KEY = pytest.StashKey["NcpSession"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -33,8 +32,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = settings
     if not settings.enabled:
         return
-    from .session import NcpSession
-
     is_worker = hasattr(config, "workerinput")
     trace_root = settings.report or _trace_root(config)
     ncp = config.stash[SESSION_KEY] = NcpSession(settings, is_worker=is_worker, trace_root=trace_root)
@@ -162,8 +159,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if ncp is None:
         return
     ncp.close()
-    from .metrics import EXIT_ERROR_BUDGET
-
     code = ncp.finish()
     # An exceeded error budget has its own exit code (6), over "tests failed": the run proves nothing.
     if code == EXIT_ERROR_BUDGET and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
@@ -233,7 +228,7 @@ def ncp_client(request: pytest.FixtureRequest, ncp_api_base: str | None, ncp_set
     if run.record_mode and run.cassettes:
         import re
 
-        from .cassette import CassetteTransport
+        from .llm.cassette import CassetteTransport
 
         where = Path(run.cassettes) / re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.path.stem) / re.sub(
             r"[^A-Za-z0-9_.-]+", "_", request.node.name)

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .config import RunConfig, episode_key, episode_name
 from .players import PlayerView, ReplayPlayer
-from .traces import RunFileError, find_spec_file, load_results, read_trace, resolve_trace, results_path
+from .results import load_results, results_path
+from .traces import RunFileError, find_spec_file, read_trace, resolve_trace
 
 if TYPE_CHECKING:
     from .episode import EpisodeResult

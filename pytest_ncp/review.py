@@ -30,7 +30,8 @@ from typing import IO, Any, Callable, Mapping, Sequence
 
 from .config import episode_name
 from .metrics import CONFLICT_KINDS, wilson
-from .traces import RunFileError, episode_trace, load_recorded_spec, load_results
+from .results import load_results
+from .traces import RunFileError, episode_trace, load_recorded_spec
 
 REVIEWS_FILE = "reviews.json"
 REVIEWS_VERSION = 1

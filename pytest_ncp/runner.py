@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import json
-import os
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,17 +18,14 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 from .auditor import Auditor, LLMAuditor
 from .episode import Episode, EpisodeResult
 from .llm import ModelClient, scrub
-from .metrics import compute_metrics
 from .narrators import NarratorFactory, load_narrator
-from .config import DEFAULT_AUDITOR_MODEL, RunConfig, episode_key
+from .config import DEFAULT_AUDITOR_MODEL, RunConfig, Shard, episode_key
 from .players import Player, make_player
+from .results import write_results
 from .spec import NarrativeSpec
 
 if TYPE_CHECKING:
-    from .cassette import CassetteTransport
-
-RESULTS_VERSION = 1
-
+    from .llm.cassette import CassetteTransport
 
 class ResumeMismatch(Exception):
     """``--resume`` found finished episodes run with other settings or another version of their spec."""
@@ -77,7 +71,7 @@ class Runner:
             self.client = ModelClient(**self.config.client_options())
         self.cassettes: CassetteTransport | None = None
         if self.config.record_mode is not None:
-            from .cassette import CassetteTransport
+            from .llm.cassette import CassetteTransport
 
             assert self.config.cassettes, "a record mode needs a cassette directory"
             self.cassettes = CassetteTransport(self.config.record_mode, self.config.cassettes,
@@ -209,8 +203,6 @@ class Runner:
         """The (spec, repeat) episodes of this run: every one, or this shard's slice (``--shard i/n``)."""
         jobs = [(s, r) for s in specs for r in range(self.config.repeats)]
         if self.config.shard:
-            from .shards import Shard
-
             jobs = Shard.parse(self.config.shard).select(jobs)
         return jobs
 
@@ -229,8 +221,6 @@ class Runner:
         if self.out_dir is not None and self.write_results:
             shard = None
             if self.config.shard:
-                from .shards import Shard
-
                 shard = Shard.parse(self.config.shard).to_dict()
             write_results(self.out_dir, self.config.to_dict(), list(self.results.values()),
                           survival_turn=self.config.survival_turn, shard=shard, canaries=self.canaries)
@@ -332,43 +322,6 @@ def _setup_error(spec: NarrativeSpec, repeat: int, exc: Exception) -> EpisodeRes
         ledger=FactLedger.from_initial((f.id, f.text) for f in spec.initial_facts),
         error=ErrorInfo("narrator", scrub(f"could not build the episode: {type(exc).__name__}: {exc}")),
     )
-
-
-def build_results(config: dict[str, Any], episodes: list[dict[str, Any]], *, survival_turn: int = 20,
-                  shard: dict[str, int] | None = None, canaries: dict[str, Any] | None = None) -> dict[str, Any]:
-    episodes = sorted(episodes, key=lambda e: (e["spec_id"], e["repeat"]))
-    # The structured-output mode each model ended up with (``auto`` chooses per endpoint and model);
-    # gathered from the episodes, so it is the same with or without pytest-xdist.
-    modes: dict[str, str] = {}
-    for e in episodes:
-        modes.update(e.get("structured_output") or {})
-    config = {**config, "structured_output_used": modes}
-    data = {"version": RESULTS_VERSION, "config": config, "episodes": episodes,
-            "metrics": compute_metrics(episodes, survival_turn=survival_turn)}
-    if shard is not None:
-        data["shard"] = shard  # one slice of a run (ncp run --shard i/n); ncp merge joins the slices
-    if canaries is not None:
-        data["canaries"] = canaries  # the auditor's score on known answers (docs/auditor.md)
-    return data
-
-
-def write_results(out_dir: str | Path, config: dict[str, Any], episodes: list[dict[str, Any]],
-                  *, survival_turn: int = 20, shard: dict[str, int] | None = None,
-                  canaries: dict[str, Any] | None = None) -> Path:
-    """Write ``results.json`` atomically (temp file + rename): readers never see half a file."""
-    from .traces import trace_reference
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    # Traces inside the results folder are recorded relative to it, so the folder can move whole.
-    episodes = [{**e, "trace": trace_reference(e["trace"], out)} if e.get("trace") else e for e in episodes]
-    data = build_results(config, episodes, survival_turn=survival_turn, shard=shard, canaries=canaries)
-    fd, tmp = tempfile.mkstemp(prefix=".results.", suffix=".json", dir=out)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, ensure_ascii=False)
-        fh.write("\n")
-    os.replace(tmp, out / "results.json")
-    return out / "results.json"
 
 
 def run_sync(coro: Awaitable[Any]) -> Any:

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+import pytest
+
 from .options import PROPERTY_PREFIX, Settings
 
 if TYPE_CHECKING:
@@ -75,8 +77,6 @@ class NcpSession:
         return self._background
 
     def _resume(self, runner: Any) -> None:
-        import pytest
-
         from .runner import ResumeMismatch
         from .spec import load_specs
 
@@ -188,7 +188,7 @@ class NcpSession:
         return sorted(self.episodes.values(), key=lambda e: (e["spec_id"], e["repeat"]))
 
     def write_results(self) -> Path:
-        from .runner import write_results
+        from .results import write_results
 
         assert self.settings.report is not None
         return write_results(self.settings.report, self.settings.run.to_dict(), self.episode_records(),
@@ -197,10 +197,11 @@ class NcpSession:
     def finish(self) -> int:
         """Error budget, gate, baseline comparison and report files, on the controller.
 
-        Returns 0, ``metrics.EXIT_GATE_FAILED`` (the narrator failed the gate or the baseline comparison,
-        or the auditor missed canaries), or ``metrics.EXIT_ERROR_BUDGET`` (too many episodes could not be judged).
+        Returns 0, ``EXIT_GATE_FAILED`` (the narrator failed the gate or the baseline comparison,
+        or the auditor missed canaries), or ``EXIT_ERROR_BUDGET`` (too many episodes could not be judged).
         """
-        from .metrics import EXIT_ERROR_BUDGET, EXIT_GATE_FAILED, error_budget
+        from .exit_codes import EXIT_ERROR_BUDGET, EXIT_GATE_FAILED
+        from .metrics import error_budget
 
         if self.is_worker:
             return 0
@@ -227,7 +228,7 @@ class NcpSession:
 
     def _compare(self, baseline: Path) -> None:
         from .compare import compare_runs
-        from .runner import build_results
+        from .results import build_results
         from .spec import load_specs
 
         try:
@@ -296,3 +297,7 @@ class NcpSession:
             self._background.close()
         if self._server is not None:
             self._server.stop()
+
+
+# The session's NcpSession, on pytest's config; only set when a narrator is configured.
+SESSION_KEY = pytest.StashKey[NcpSession]()

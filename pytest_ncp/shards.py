@@ -13,43 +13,10 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-
-@dataclass(frozen=True)
-class Shard:
-    index: int  # 1-based, as CI matrices count
-    count: int
-
-    @classmethod
-    def parse(cls, text: str) -> Shard:
-        """``i/n`` with 1 <= i <= n; the message says what is expected."""
-        left, sep, right = str(text).partition("/")
-        try:
-            index, count = int(left), int(right)
-        except ValueError:
-            index = count = 0
-        if not sep or count < 1 or not 1 <= index <= count:
-            raise ValueError(f"--shard {text!r}: expected i/n with 1 <= i <= n (e.g. 1/4 ... 4/4)")
-        return cls(index, count)
-
-    def select(self, jobs: Sequence[tuple[Any, int]]) -> list[tuple[Any, int]]:
-        """This shard's share of ``(spec, repeat)`` jobs, in the order given."""
-        def ident(job: tuple[Any, int]) -> tuple[str, int]:
-            spec, repeat = job
-            return (getattr(spec, "id", spec), repeat)
-
-        ordered = sorted(jobs, key=ident)
-        mine = {ident(job) for k, job in enumerate(ordered) if k % self.count == self.index - 1}
-        return [job for job in jobs if ident(job) in mine]
-
-    def to_dict(self) -> dict[str, int]:
-        return {"index": self.index, "count": self.count}
-
-    def __str__(self) -> str:
-        return f"{self.index}/{self.count}"
+from .config import Shard  # noqa: F401 - the value type lives with the run settings that carry it
 
 
 # Where each machine found its models and cassettes: allowed to differ between the shards of one run.
@@ -60,14 +27,9 @@ class MergeError(ValueError):
     """The runs cannot be merged into one; the message says which and why."""
 
 
-def _results_file(path: str | Path) -> Path:
-    p = Path(path)
-    return p / "results.json" if p.is_dir() else p
-
-
 def merge_runs(sources: Sequence[str | Path], out: str | Path, *, allow_missing: bool = False) -> tuple[Path, list[str]]:
     """Merge the results of shard runs into ``out``; returns the results path and notes worth printing."""
-    from .runner import RESULTS_VERSION, write_results
+    from .results import RESULTS_VERSION, results_path, write_results
     from .traces import resolve_trace
 
     if not sources:
@@ -75,7 +37,7 @@ def merge_runs(sources: Sequence[str | Path], out: str | Path, *, allow_missing:
     out = Path(out)
     parts: list[tuple[Path, dict[str, Any]]] = []
     for source in sources:
-        file = _results_file(source)
+        file = results_path(source)
         try:
             data = json.loads(file.read_text(encoding="utf-8"))
         except FileNotFoundError:

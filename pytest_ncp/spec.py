@@ -14,6 +14,7 @@ from typing import Any, Iterable, Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from .terms import COMMITMENT_KINDS, GENRES, ID_MAX_LENGTH, ID_PATTERN, MEDIA
+from .world_rules import default_rules
 
 Id = Field(pattern=ID_PATTERN, min_length=1, max_length=ID_MAX_LENGTH)
 
@@ -97,6 +98,14 @@ class WorldRules(_Model):
         default_factory=dict, description="Default world rule id -> this story's wording of it.")
 
 
+def rules_in_force(overrides: WorldRules | None) -> list[Commitment]:
+    """The default world rules minus those a spec drops, with its rewordings, as invariant commitments."""
+    drop = set(overrides.drop) if overrides else set()
+    replace = dict(overrides.replace) if overrides else {}
+    return [Commitment(id=r.id, kind="invariant", text=replace.get(r.id, r.text))
+            for r in default_rules() if r.id not in drop]
+
+
 class NarrativeSpec(_Model):
     """One narrative environment: the story, its starting ledger, its rules and its plot steps."""
 
@@ -137,8 +146,6 @@ class NarrativeSpec(_Model):
     def world_rule_commitments(self) -> list[Commitment]:
         """The shared default world rules in force for this spec, as invariants (ids W1, W2, ...)."""
         if self._world is None:
-            from .world_rules import rules_in_force
-
             self._world = rules_in_force(self.world_rules)
         return list(self._world)
 
@@ -352,8 +359,6 @@ def _cross_checks(data: dict, path: str, lines: dict[tuple, int]) -> list[SpecPr
 
 
 def _check_world_rules(data: dict, add: Any, commitments: list[tuple[int, dict]]) -> None:
-    from .world_rules import default_rules
-
     defaults = {r.id for r in default_rules()}
     overrides = data.get("world_rules")
     if isinstance(overrides, dict):

@@ -1,8 +1,8 @@
-"""Reading finished runs back: ``results.json`` and the JSON-lines episode traces it points to.
+"""Reading finished runs back: the JSON-lines episode traces ``results.json`` points to.
 
-The one place that locates, loads and checks results files, finds recorded traces and spec files,
-and reads trace events; ``ncp compare``/``agree``/``reaudit``/``review``/``report``, the HTML
-report and ``Runner.resume`` all go through it. The files are inputs a person may have moved,
+The one place that finds recorded traces and spec files and reads trace events (``results.py``
+loads and checks the results files themselves); ``ncp compare``/``agree``/``reaudit``/``review``/
+``report``, the HTML report and ``Runner.resume`` all go through it. The files are inputs a person may have moved,
 truncated or edited, so every lookup tolerates a run directory that is no longer where it was
 written, and every problem is a ``RunFileError`` naming the file (and line or entry) and the fix.
 Standard library only: cheap to import.
@@ -15,78 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
-RESULTS_FILE = "results.json"
-RESULTS_VERSION = 1
 TRACES_DIR = "traces"
-# The order matters only for the message: the keys most often missing come first.
-_EPISODE_KEYS = ("spec_id", "termination", "turns", "progress", "satisfied", "repeat")
-_HINT = "give the results.json written by `ncp run --out DIR` or `pytest --ncp-report=DIR`, or its directory"
 
 
 class RunFileError(ValueError):
     """A results, reviews or trace file cannot be used; the message names the file and what to do."""
-
-
-# --- results.json ----------------------------------------------------------------------------------
-
-
-def results_path(path: str | Path) -> Path:
-    """``DIR`` -> ``DIR/results.json``; a file path is returned as it is."""
-    p = Path(path)
-    return p / RESULTS_FILE if p.is_dir() else p
-
-
-def load_results(path: str | Path) -> dict[str, Any]:
-    """Load and check a results file, or the ``results.json`` of a run directory (DESIGN 7.4)."""
-    p = results_path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RunFileError(f"{p}: no such file; {_HINT}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RunFileError(f"{p}: cannot read it ({exc}); {_HINT}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RunFileError(f"{p}:{exc.lineno}: not valid JSON ({exc.msg}); a run that was killed while "
-                           "writing leaves the previous complete file, so re-run or restore it") from None
-    check_results(data, str(p))
-    return data
-
-
-def check_results(data: Any, name: str) -> None:
-    """Raise RunFileError unless ``data`` is a results.json document every reader can rely on.
-
-    ``name`` starts each message: the file, or a role such as ``base`` for a document in memory.
-    """
-    if not isinstance(data, dict) or not isinstance(data.get("episodes"), list):
-        raise RunFileError(f"{name}: not an ncp results file: expected an object with an 'episodes' list ({_HINT})")
-    version = data.get("version", RESULTS_VERSION)
-    if version != RESULTS_VERSION:
-        raise RunFileError(f"{name}: results version {version!r} is not supported (this pytest-ncp reads "
-                           f"version {RESULTS_VERSION}); read it with the pytest-ncp that wrote it")
-    if data.get("config") is not None and not isinstance(data["config"], dict):
-        raise RunFileError(f"{name}: 'config' must be an object")
-    for i, e in enumerate(data["episodes"]):
-        where = f"{name}: episodes[{i}]"
-        if not isinstance(e, dict):
-            raise RunFileError(f"{where} is not an object")
-        missing = [k for k in _EPISODE_KEYS if k not in e]
-        if missing:
-            raise RunFileError(f"{where}: missing {', '.join(map(repr, missing))}; {_HINT}")
-        for key in ("turns", "repeat"):
-            if not isinstance(e[key], int) or isinstance(e[key], bool) or e[key] < 0:
-                raise RunFileError(f"{where}.{key}: expected a whole number >= 0, got {e[key]!r}")
-        for key in ("progress", "satisfied", "tokens", "cost_usd"):
-            if e.get(key) is not None and (not isinstance(e[key], (int, float)) or isinstance(e[key], bool)):
-                raise RunFileError(f"{where}.{key}: expected a number, got {e[key]!r}")
-        failure = e.get("failure")
-        if failure is not None and not (isinstance(failure, dict) and isinstance(failure.get("turn", 0), int)):
-            raise RunFileError(f"{where}.failure: expected null or an object with a whole-number turn")
-        if not isinstance(e["termination"], str) or not isinstance(e["spec_id"], str):
-            raise RunFileError(f"{where}: spec_id and termination must be strings")
-        if e.get("trace") is not None and not isinstance(e["trace"], str):
-            raise RunFileError(f"{where}.trace: expected a path, got {e['trace']!r}")
 
 
 # --- recorded paths ----------------------------------------------------------------------------------

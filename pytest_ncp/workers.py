@@ -16,12 +16,17 @@ import math
 import os
 import queue as queues
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 if TYPE_CHECKING:
-    from .report.progress import ProgressDisplay
     from .runner import Runner
     from .spec import NarrativeSpec
+
+class LineSink(Protocol):
+    """Where the parent prints a worker's episode lines (``report.progress.ProgressDisplay``)."""
+
+    def line(self, line: str) -> None: ...
+
 
 # Episodes in flight one process keeps up with at the lean path's CPU per call (see benchmarks/README.md).
 EPISODES_PER_PROCESS = 32
@@ -41,7 +46,7 @@ def default_workers(in_flight: int, cores: int | None = None) -> int:
 
 
 def run_in_workers(runner: Runner, specs: Sequence[NarrativeSpec], workers: int, *,
-                   display: ProgressDisplay | None = None,
+                   display: LineSink | None = None,
                    narrator_factory: Callable[[], Any] | None = None,
                    player_factory: Callable[[Any], Any] | None = None) -> list[str]:
     """Run ``runner``'s episodes of ``specs`` in ``workers`` processes; records land in ``runner.results``.

@@ -1,7 +1,7 @@
 """Shared default world rules: invariants every story obeys, applied by the auditor to every spec.
 
 They live in ``world_rules.yaml`` (package data) with ids W1, W2, ...; a spec drops or rewords them
-with its ``world_rules`` field. In force, each is a ``Commitment`` of kind ``invariant``: the auditor
+with its ``world_rules`` field. In force (``spec.rules_in_force``), each is a ``Commitment`` of kind ``invariant``: the auditor
 lists it with the spec's own commitments, may name its id in a commitment conflict, and reports show
 it held or violated like any other.
 """
@@ -11,10 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .spec import Commitment, WorldRules
 
 
 @dataclass(frozen=True)
@@ -30,13 +26,3 @@ def default_rules() -> tuple[WorldRule, ...]:
 
     raw = yaml.safe_load(resources.files(__package__).joinpath("world_rules.yaml").read_text(encoding="utf-8"))
     return tuple(WorldRule(r["id"], r["text"], tuple(s.lower() for s in r.get("signals", ()))) for r in raw)
-
-
-def rules_in_force(overrides: WorldRules | None) -> list[Commitment]:
-    """The default rules minus those a spec drops, with its rewordings, as invariant commitments."""
-    from .spec import Commitment
-
-    drop = set(overrides.drop) if overrides else set()
-    replace = dict(overrides.replace) if overrides else {}
-    return [Commitment(id=r.id, kind="invariant", text=replace.get(r.id, r.text))
-            for r in default_rules() if r.id not in drop]

@@ -15,7 +15,8 @@ import asyncio
 import sys
 from pathlib import Path
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+from .common import EXIT_FAILED, EXIT_OK, client_settings, model_call_options, usage, whole_number
+
 
 
 def _rate(text: str) -> float:
@@ -30,7 +31,7 @@ def _rate(text: str) -> float:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     from ..calibration.goldset import DEFAULT_SET
-    from ..cli import model_call_options, whole_number
+    from ..config import RECORD_MODES
 
     p = sub.add_parser(
         "calibrate", help="score an auditor model on the gold-labelled calibration set (or --check the set)",
@@ -48,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--min-recall", type=_rate, metavar="R",
                    help="exit 1 when recall of any conflict row (any, fact, commitment, player_input) is below R")
     p.add_argument("--min-precision", type=_rate, metavar="P", help="exit 1 when precision of a conflict row is below P")
-    p.add_argument("--record-mode", choices=("none", "once", "new_episodes", "all"),
+    p.add_argument("--record-mode", choices=RECORD_MODES,
                    help="record/replay the auditor calls to cassettes (none = replay only)")
     p.add_argument("--cassettes", metavar="DIR", help="cassette directory for --record-mode")
     p.add_argument("--scripted", choices=("gold", "never", "always", "invalid"),
@@ -64,7 +65,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     try:
         gold = load_gold_set(args.gold)
     except GoldSetError as exc:
-        return _usage(str(exc))
+        return usage(str(exc), "ncp calibrate")
     if args.check:
         for problem in gold.problems:
             print(problem)
@@ -82,25 +83,26 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.scripted:
         return _scripted(args, gold)
     if not args.auditor_model:
-        return _usage("give --auditor-model MODEL (the auditor to score), or --check to validate the set")
+        return usage("give --auditor-model MODEL (the auditor to score), or --check to validate the set",
+                     "ncp calibrate")
     if args.record_mode and not args.cassettes:
-        return _usage("a record mode needs a cassette directory (--cassettes DIR)")
+        return usage("a record mode needs a cassette directory (--cassettes DIR)", "ncp calibrate")
     if gold.problems:
         for problem in gold.problems:
             print(problem, file=sys.stderr)
-        return _usage(f"the gold set {args.gold} has {len(gold.problems)} problem(s); fix them (ncp calibrate --check)")
+        return usage(f"the gold set {args.gold} has {len(gold.problems)} problem(s); fix them (ncp calibrate --check)",
+                     "ncp calibrate")
     cases = gold.cases
     if args.cases:
         wanted = set(args.cases)
         cases = [c for c in cases if c.id in wanted or c.spec.id in wanted]
         if not cases:
-            return _usage(f"no case or spec id matches {' '.join(args.cases)}")
-    from ..cli import client_settings
+            return usage(f"no case or spec id matches {' '.join(args.cases)}", "ncp calibrate")
 
     try:
         settings = client_settings(args)
     except ValueError as exc:
-        return _usage(str(exc))
+        return usage(str(exc), "ncp calibrate")
     out = Path(args.out) if args.out else Path("calibration-runs") / args.auditor_model.replace("/", "_")
     data = run_calibration(cases, model=args.auditor_model, api_base=args.api_base, concurrency=args.concurrency,
                            record_mode=args.record_mode, cassettes=args.cassettes, gold_dir=args.gold,
@@ -152,7 +154,7 @@ def run_calibration(cases: list, *, model: str, api_base: str | None = None, con
     client = ModelClient(api_base=api_base, concurrency=concurrency, **(client_settings or {}))
     transport = None
     if record_mode:
-        from ..cassette import CassetteTransport
+        from ..llm.cassette import CassetteTransport
 
         transport = CassetteTransport(record_mode, cassettes or "cassettes", client.transport or client.model_call)
         client.transport = transport
@@ -169,8 +171,3 @@ def run_calibration(cases: list, *, model: str, api_base: str | None = None, con
         "structured_output_used": client.output_modes(),  # what ``auto`` chose per endpoint and model
         "balance": balance(cases), "summary": score(rows), "rows": rows,
     }
-
-
-def _usage(message: str) -> int:
-    print(f"ncp calibrate: error: {message}", file=sys.stderr)
-    return EXIT_USAGE

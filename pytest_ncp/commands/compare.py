@@ -16,12 +16,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-EXIT_ERROR_BUDGET = 6  # metrics.EXIT_ERROR_BUDGET: too many episodes of a run could not be judged
+from .common import EXIT_ERROR_BUDGET, EXIT_FAILED, EXIT_OK, error_rate, positive, summary, usage, whole_number
+
 
 
 def register(sub: Any) -> None:
-    from ..cli import _error_rate, _positive, whole_number
 
     _non_negative = whole_number(0)
 
@@ -37,10 +36,10 @@ def register(sub: Any) -> None:
     p.add_argument("--turn", type=_non_negative, default=20, help="turn of the survival figure (default 20)")
     p.add_argument("--alpha", type=_alpha, default=0.05, help="significance level (default 0.05)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--resamples", type=_positive, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--resamples", type=positive, default=2000, help="bootstrap resamples (default 2000)")
     p.add_argument("--specs", nargs="+", metavar="PATH",
                    help="spec files or directories, for commitment kinds (default: the traces' spec paths)")
-    p.add_argument("--max-error-rate", metavar="RATE", type=_error_rate, default=0.0,
+    p.add_argument("--max-error-rate", metavar="RATE", type=error_rate, default=0.0,
                    help="share of episodes of either run allowed to end in an auditor, model or player error, "
                         "e.g. 0.05 or 5%%; above it compare exits 6 (default 0: any such error)")
     p.set_defaults(func=cmd_compare)
@@ -64,7 +63,7 @@ def register(sub: Any) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="write DIR/results.json and DIR/traces/*.jsonl")
     p.add_argument("--specs", nargs="+", metavar="PATH",
                    help="spec files or directories, when the recorded spec paths moved")
-    p.add_argument("--concurrency", type=_positive, default=16, help="episodes and calls in flight")
+    p.add_argument("--concurrency", type=positive, default=16, help="episodes and calls in flight")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per model call")
     p.set_defaults(func=cmd_reaudit)
 
@@ -94,17 +93,14 @@ def _alpha(text: str) -> float:
     return value
 
 
-def _usage(message: str) -> int:
-    print(f"ncp: error: {message}", file=sys.stderr)
-    return EXIT_USAGE
-
 
 # --- compare ----------------------------------------------------------------------------------------
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from ..compare import compare_runs
-    from ..traces import RunFileError, load_results, results_path
+    from ..results import load_results, results_path
+    from ..traces import RunFileError
 
     try:
         base, new = load_results(args.base), load_results(args.new)
@@ -113,7 +109,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         result = compare_runs(base, new, turn=args.turn, alpha=args.alpha, seed=args.seed,
                               resamples=args.resamples, kinds=kinds)
     except (RunFileError, ValueError) as exc:
-        return _usage(str(exc))
+        return usage(str(exc))
     lines = result.lines()
     print(lines[0])
     print(f"  base: {results_path(args.base)} ({_describe(base)})")
@@ -175,15 +171,16 @@ def _commitment_kinds(spec_paths: list[str] | None,
 
 def cmd_agree(args: argparse.Namespace) -> int:
     from ..compare import agreement
-    from ..traces import RunFileError, load_results
+    from ..results import load_results
+    from ..traces import RunFileError
 
     if len(args.runs) < 2:
-        return _usage("agree needs at least two runs (e.g. the same transcripts re-audited by two auditors)")
+        return usage("agree needs at least two runs (e.g. the same transcripts re-audited by two auditors)")
     try:
         runs = [load_results(r) for r in args.runs]
         result = agreement(runs, [str(r) for r in args.runs], turn=args.turn)
     except (RunFileError, ValueError) as exc:
-        return _usage(str(exc))
+        return usage(str(exc))
     print("\n".join(result.lines()))
     return EXIT_OK
 
@@ -193,8 +190,6 @@ def cmd_agree(args: argparse.Namespace) -> int:
 
 def cmd_reaudit(args: argparse.Namespace) -> int:
     import asyncio
-
-    from ..cli import _summary
     from ..episode import episode_line
     from ..metrics import compute_metrics
     from ..reaudit import check_distinct, find_traces, read_recorded, reaudit, reaudit_config, resolve_specs
@@ -204,27 +199,27 @@ def cmd_reaudit(args: argparse.Namespace) -> int:
         paths, source_config = find_traces(args.source)
         recorded = [read_recorded(p) for p in paths]
     except (RunFileError, OSError) as exc:
-        return _usage(str(exc))
+        return usage(str(exc))
     if not recorded:
-        return _usage(f"{args.source}: no episode recorded")
+        return usage(f"{args.source}: no episode recorded")
     out = Path(args.out)
     source_dir = Path(args.source) if Path(args.source).is_dir() else Path(args.source).parent
     if out.resolve() in {source_dir.resolve(), *(p.parent.resolve() for p in paths)}:
-        return _usage(f"--out {args.out} is where the source traces are; choose a new directory "
+        return usage(f"--out {args.out} is where the source traces are; choose a new directory "
                       "(the re-audit writes its own results.json and traces)")
     specs, problems = resolve_specs(recorded, args.specs, args.source)
     problems += check_distinct(recorded)
     if problems:
         for problem in problems:
             print(problem, file=sys.stderr)
-        return _usage(f"{len(problems)} problem(s) before re-auditing; nothing was run")
+        return usage(f"{len(problems)} problem(s) before re-auditing; nothing was run")
     config = reaudit_config(recorded, source_config, source=args.source, auditor_model=args.auditor_model,
                             api_base=args.api_base, concurrency=args.concurrency, timeout=args.timeout)
     print(f"re-auditing {len(recorded)} recorded episode(s) of {args.source} with {args.auditor_model}")
     results = asyncio.run(reaudit(recorded, specs, config, out_dir=out,
                                   on_episode=lambda r: print(episode_line(r), flush=True)))
     episodes = [r.to_dict() for r in results]
-    print(_summary(compute_metrics(episodes, survival_turn=config.survival_turn), config.survival_turn))
+    print(summary(compute_metrics(episodes, survival_turn=config.survival_turn), config.survival_turn))
     changed = sum(r.termination.value != rec.termination for r, rec in zip(results, recorded))
     print(f"{changed} of {len(results)} episode(s) end differently from the source")
     print(f"results: {out / 'results.json'}")
@@ -244,7 +239,7 @@ def cmd_review(args: argparse.Namespace) -> int:
         try:
             written, skipped = export_gold(args.run_dir, args.export_gold)
         except RunFileError as exc:
-            return _usage(str(exc))
+            return usage(str(exc))
         for reason in skipped:
             print(f"skipped: {reason}")
         for path in written:
@@ -256,7 +251,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     try:
         walk(args.run_dir, reviewer=reviewer, relabel=args.relabel)
     except RunFileError as exc:
-        return _usage(str(exc))
+        return usage(str(exc))
     return EXIT_OK
 
 

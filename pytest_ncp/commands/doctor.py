@@ -19,6 +19,8 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from .common import EXIT_FAILED, EXIT_OK, client_settings, model_call_options, usage
+
 OK, FIX, FAIL, INFO = "ok", "FIX", "FAIL", "info"
 
 # A small auditor-shaped answer: the confirmation step's model, with bounded strings so that even a
@@ -53,7 +55,6 @@ class Check:
 
 
 def register(sub: Any) -> None:
-    from ..cli import model_call_options
 
     p = sub.add_parser(
         "doctor", help="preflight a model endpoint: reachable, listed, structured output, system prompt, "
@@ -68,14 +69,13 @@ def register(sub: Any) -> None:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from ..cli import EXIT_FAILED, EXIT_OK, _usage, client_settings
     from ..llm import ModelClient
 
     model = args.model if "/" in args.model or not args.api_base else f"openai/{args.model}"
     try:
         settings = client_settings(args)
     except ValueError as exc:
-        return _usage(str(exc))
+        return usage(str(exc))
     settings.pop("structured_output")  # the doctor tries every mode itself
     client = ModelClient(api_base=args.api_base, max_retries=1, backoff=0.2, **settings)
     print(f"ncp doctor: {model} at {client.endpoint(model)}")
@@ -259,9 +259,3 @@ def _tail(message: str) -> str:
     from ..llm import brief_error
 
     return brief_error(message, limit=160)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    from ..cli import main
-
-    sys.exit(main(["doctor", *sys.argv[1:]]))

@@ -12,11 +12,11 @@ import argparse
 import sys
 from typing import Any
 
-EXIT_OK, EXIT_USAGE = 0, 2
+from .common import EXIT_OK, EXIT_USAGE, whole_number
+
 
 
 def register(sub: Any) -> None:
-    from ..cli import whole_number
 
     p = sub.add_parser("failures", help="list or prune the stored failures of pytest --ncp-failures=DIR")
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)

@@ -14,12 +14,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ERROR_BUDGET = 0, 1, 2, 6
+from .common import (
+    EXIT_ERROR_BUDGET, EXIT_FAILED, EXIT_OK, EXIT_USAGE, client_settings, model_call_options, usage, whole_number,
+)
+
 
 
 def register(sub: Any) -> None:
-    from ..cli import model_call_options, whole_number
-    from ..config import PLAYER_KINDS
+    from ..config import PLAYER_KINDS, RECORD_MODES
 
     p = sub.add_parser(
         "fork", help="sample one recorded turn K times from the state before it (conflict rate at that turn)",
@@ -43,7 +45,7 @@ def register(sub: Any) -> None:
     p.add_argument("--auditor-model", help="litellm model of the auditor (default: the recorded one)")
     p.add_argument("--api-base", help="OpenAI-compatible endpoint for every role")
     model_call_options(p)
-    p.add_argument("--record-mode", choices=("none", "once", "new_episodes", "all"),
+    p.add_argument("--record-mode", choices=RECORD_MODES,
                    help="record/replay every model call to cassettes (none = replay only)")
     p.add_argument("--cassettes", metavar="DIR", help="cassette directory for --record-mode")
     p.add_argument("--out", metavar="DIR",
@@ -53,7 +55,6 @@ def register(sub: Any) -> None:
 
 def cmd_fork(args: argparse.Namespace) -> int:
     from ..auditor import LLMAuditor
-    from ..cli import _usage, client_settings
     from ..config import DEFAULT_AUDITOR_MODEL, RunConfig
     from ..fork import ForkError, EpisodeState, fork, fork_results
     from ..llm import ModelClient
@@ -72,7 +73,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
     try:
         call_settings = client_settings(args)
     except ValueError as exc:
-        return _usage(str(exc))
+        return usage(str(exc))
     config = RunConfig(
         narrator=args.narrator or recorded.get("narrator"),
         narrator_model=args.narrator_model or recorded.get("narrator_model"),
@@ -85,15 +86,15 @@ def cmd_fork(args: argparse.Namespace) -> int:
     if not config.narrator:
         problems.append("the trace records no narrator: give --narrator module:Attr")
     if problems:
-        return _usage("; ".join(problems))
+        return usage("; ".join(problems))
     try:
         narrator_factory = load_narrator(config.narrator)  # type: ignore[arg-type]
     except NarratorLoadError as exc:
-        return _usage(str(exc))
+        return usage(str(exc))
     client = ModelClient(**config.client_options())
     cassettes = None
     if config.record_mode is not None:
-        from ..cassette import CassetteTransport
+        from ..llm.cassette import CassetteTransport
 
         cassettes = CassetteTransport(config.record_mode, config.cassettes, client.transport or client.model_call)
         client.transport = cassettes

@@ -12,7 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-EXIT_OK, EXIT_FAILED = 0, 1
+from .common import EXIT_FAILED, EXIT_OK, check_specs, load_specs_or_report
+
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,7 +35,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from ..cli import check_specs
     from ..lint import RULES
     from ..lint.model import LLM_RULES
 
@@ -109,7 +109,6 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..catalog import catalog_markdown
-    from ..cli import load_specs_or_report
 
     loaded = load_specs_or_report(args.paths)
     if loaded is None:

@@ -11,7 +11,8 @@ import argparse
 import sys
 from typing import Any
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+from .common import EXIT_OK, EXIT_USAGE, summary
+
 
 
 def register(sub: Any) -> None:
@@ -26,7 +27,6 @@ def register(sub: Any) -> None:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from ..cli import _summary
     from ..shards import MergeError, merge_runs
 
     try:
@@ -40,6 +40,6 @@ def cmd_merge(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     turn = int(data["config"].get("survival_turn", 20))
-    print(_summary(data["metrics"], turn))
+    print(summary(data["metrics"], turn))
     print(f"results: {path}")
     return EXIT_OK

@@ -12,7 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-EXIT_OK, EXIT_USAGE = 0, 2
+from .common import EXIT_OK, EXIT_USAGE
+
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -20,13 +20,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, client_settings, model_call_options, positive, usage
+
 
 DRAFT_ROLE = "author"  # not narrator, player or auditor: sent as X-NCP-Role so a scripted server can tell
 
 
 def register(sub: Any) -> None:
-    from ..cli import _positive, model_call_options
 
     p = sub.add_parser("specs", help="build specs: import the CMU corpus, draft specs with a model, review them",
                        description="Build NCP-Bench specs: import-cmu -> draft -> review (docs/specs.md).")
@@ -41,8 +41,8 @@ def register(sub: Any) -> None:
     q.add_argument("--plots", required=True, metavar="FILE", help="plot_summaries.txt (wiki id <TAB> plot)")
     q.add_argument("--movies", required=True, metavar="FILE", help="movie.metadata.tsv (9 columns)")
     q.add_argument("--characters", required=True, metavar="FILE", help="character.metadata.tsv (13 columns)")
-    q.add_argument("--count", type=_positive, default=100, help="candidates to select (default 100)")
-    q.add_argument("--min-words", type=_positive, default=150,
+    q.add_argument("--count", type=positive, default=100, help="candidates to select (default 100)")
+    q.add_argument("--min-words", type=positive, default=150,
                    help="drop plots shorter than this many words (default 150)")
     q.add_argument("--out", default="candidates.jsonl", metavar="FILE", help="JSON lines (default candidates.jsonl)")
     q.set_defaults(func=cmd_import_cmu)
@@ -66,7 +66,7 @@ def register(sub: Any) -> None:
                           "the draft is written but `ncp lint` flags missing-public-domain")
     d.add_argument("--model", required=True, help="litellm model name, e.g. openai/gpt-4o")
     d.add_argument("--api-base", help="OpenAI-compatible endpoint (overrides env vars)")
-    d.add_argument("--attempts", type=_positive, default=3, help="drafts to try before giving up (default 3)")
+    d.add_argument("--attempts", type=positive, default=3, help="drafts to try before giving up (default 3)")
     model_call_options(d, timeout=300.0)
     d.add_argument("--out", metavar="specs/ID.yaml",
                    help="spec file to write; its name is the spec id (default specs/<title-slug>.yaml)")
@@ -99,10 +99,6 @@ def _help(parser: argparse.ArgumentParser) -> int:
     return EXIT_USAGE
 
 
-def _usage(message: str) -> int:
-    print(f"ncp specs: error: {message}", file=sys.stderr)
-    return EXIT_USAGE
-
 
 # --- import-cmu ----------------------------------------------------------------------------------
 
@@ -113,7 +109,7 @@ def cmd_import_cmu(args: argparse.Namespace) -> int:
     try:
         report = import_cmu(args.plots, args.movies, args.characters, count=args.count, min_words=args.min_words)
     except CorpusError as exc:
-        return _usage(str(exc))
+        return usage(str(exc), "ncp specs")
     write_candidates(args.out, report.selected)
     print(report.summary())
     print(f"candidates: {args.out}")
@@ -132,9 +128,9 @@ def cmd_draft(args: argparse.Namespace) -> int:
     try:
         request, out = _draft_request(args)
     except (ValueError, CorpusError) as exc:
-        return _usage(str(exc))
+        return usage(str(exc), "ncp specs")
     if out.exists() and not args.force:
-        return _usage(f"{out} exists; pass --force to overwrite it, or choose another --out")
+        return usage(f"{out} exists; pass --force to overwrite it, or choose another --out", "ncp specs")
     print(f"drafting {out} ({request.title}, {request.year}; player {request.character}) with {args.model}")
     try:
         text, problems = asyncio.run(_draft(args, request, out))
@@ -203,7 +199,6 @@ def _draft_request(args: argparse.Namespace) -> tuple[Any, Path]:
 
 async def _draft(args: argparse.Namespace, request: Any, out: Path) -> tuple[str | None, list[str]]:
     """Draft, check, and redraft with the problems; (text, []) on success, (None, last problems) else."""
-    from ..cli import client_settings
     from ..llm import ModelClient
     from ..authoring import (DRAFT_STEP, assemble_spec, draft_messages, draft_problems, draft_response_format,
                             parse_draft_answer, render_spec_yaml)
@@ -247,17 +242,18 @@ def cmd_review(args: argparse.Namespace) -> int:
     from ..authoring import REVIEW_CHECKS
 
     if not args.approve and (args.reviewer or args.note or args.force or args.checked or args.finding or args.fix):
-        return _usage("--reviewer, --note, --checked, --finding, --fix and --force are recorded only with --approve")
+        return usage("--reviewer, --note, --checked, --finding, --fix and --force are recorded only with --approve",
+                     "ncp specs")
     unknown = [c for c in args.checked if c not in REVIEW_CHECKS]
     if unknown:
-        return _usage(f"--checked {unknown[0]!r} is not a review check; valid: {', '.join(REVIEW_CHECKS)}")
+        return usage(f"--checked {unknown[0]!r} is not a review check; valid: {', '.join(REVIEW_CHECKS)}", "ncp specs")
     if args.approve and not (args.reviewer and args.reviewer.strip()):
-        return _usage("--approve needs --reviewer NAME (who is vouching for this spec)")
+        return usage("--approve needs --reviewer NAME (who is vouching for this spec)", "ncp specs")
     try:
         # Bytes, not read_text(): universal newlines would turn a CRLF file into LF on write-back.
         text = path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        return _usage(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})")
+        return usage(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})", "ncp specs")
     spec, findings = spec_problems(text, str(path))
     if spec is not None:
         print(outline(spec))

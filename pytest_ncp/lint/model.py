@@ -14,7 +14,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from . import LintFinding
+from .core import LintFinding
 
 if TYPE_CHECKING:
     from ..llm import ModelClient

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from ..review import REVIEWS_FILE, load_reviews
-from ..traces import RunFileError, Trace, find_spec_file, load_results, results_path
+from ..results import load_results, results_path
+from ..traces import RunFileError, Trace, find_spec_file
 
 
 @dataclass

@@ -157,7 +157,7 @@ def test_report_is_self_contained(evil_run, tmp_path):
 
 
 def test_survival_curves_one_per_run_step_function(tmp_path):
-    from pytest_ncp.runner import write_results
+    from pytest_ncp.results import write_results
 
     def episode(spec_id, termination, turns):
         failure = {"turn": turns, "type": "fact"} if termination.startswith("conflict") else None
@@ -233,7 +233,7 @@ def test_report_renders_in_headless_chromium(evil_run, tmp_path):
 
 
 def test_odd_trace_events_cost_their_own_details_not_the_report(tmp_path):
-    from pytest_ncp.runner import write_results
+    from pytest_ncp.results import write_results
 
     traces = tmp_path / "run" / "traces"
     traces.mkdir(parents=True)

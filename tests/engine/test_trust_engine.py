@@ -274,7 +274,7 @@ def test_ncp_run_resume_refuses_then_force_reruns(tmp_path, capsys):
 
 
 def test_a_cassette_replays_model_text_byte_for_byte(ncp_model_server, tmp_path, monkeypatch):
-    from pytest_ncp.cassette import CassetteTransport
+    from pytest_ncp.llm.cassette import CassetteTransport
 
     # A secret-looking environment value that also happens to be an ordinary word of the narration.
     monkeypatch.setenv("STUDIO_SERVICE_TOKEN", "lanterns")

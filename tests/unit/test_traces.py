@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from pytest_ncp.results import check_results, load_results
 from pytest_ncp.traces import (
-    RunFileError, check_results, episode_trace, find_spec_file, load_results, read_trace, resolve_trace,
-    start_event, trace_reference,
+    RunFileError, episode_trace, find_spec_file, read_trace, resolve_trace, start_event, trace_reference,
 )
 
 

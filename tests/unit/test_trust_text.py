@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_ncp.auditor import parse_answer, quote_in
-from pytest_ncp.llm import _retry_after, scrub
+from pytest_ncp.llm import scrub
+from pytest_ncp.llm.client import _retry_after
 from pytest_ncp.quotes import check_quote, substantial
 from pytest_ncp.report.html import find_quote as html_find_quote
 from pytest_ncp.review import highlight

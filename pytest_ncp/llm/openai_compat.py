@@ -10,7 +10,7 @@ httpx 1.7 ms, the openai SDK 2.7 ms, ``litellm.acompletion`` 7 ms. With 120 call
 episodes), what a real run pays: aiohttp 0.2 ms, httpx 5.6 ms (httpcore's pool scans every
 connection on every event), the SDK 3.5 ms (httpx underneath), litellm 6 ms.
 
-Request shaping stays in ``llm.request_params`` so that both paths send the same body.
+Request shaping stays in ``request.request_params`` so that both paths send the same body.
 """
 
 from __future__ import annotations
@@ -20,17 +20,17 @@ import functools
 import json
 import os
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .llm import Completion
+from .litellm_path import import_litellm
+from .types import ROLE_HEADER, STEP_HEADER, Completion
 
 DEFAULT_BASE = "https://api.openai.com/v1"
 PREFIX = "openai/"
 
 
 class HTTPError(Exception):
-    """A 4xx/5xx answer. ``status_code`` and ``response.headers`` are what ``llm._classify`` reads."""
+    """A 4xx/5xx answer. ``status_code`` and ``response.headers`` are what ``client._classify`` reads."""
 
     def __init__(self, status_code: int, message: str, response: Any):
         self.status_code, self.response = status_code, response
@@ -92,8 +92,6 @@ class LeanTransport:
         return base.rstrip("/") + "/chat/completions", key
 
     async def __call__(self, request: dict[str, Any], body: dict[str, Any]) -> Completion:
-        from .llm import ROLE_HEADER, STEP_HEADER, Completion
-
         url, key = self._endpoint()
         model = request["model"]
         payload = json.dumps({**body, "model": model[len(PREFIX):]}).encode()
@@ -166,8 +164,6 @@ def _cost_map() -> dict[str, Any]:
         path = Path(folder) / "model_prices_and_context_window_backup.json"
         if path.exists():
             return json.loads(path.read_text(encoding="utf-8"))
-    from .llm import import_litellm
-
     return import_litellm().model_cost
 
 

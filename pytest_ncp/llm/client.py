@@ -1,139 +1,28 @@
-"""The one place that talks to litellm: lazy import, retries that honour Retry-After, limits, cost.
+"""The model client: every model call of the project goes through ``ModelClient.complete``.
 
-Every model call of the project (narrator, player, auditor) goes through ``ModelClient.complete``.
-litellm is imported on the first call only: importing it costs seconds, and the pytest plugin is
-loaded by every pytest run where it is installed.
+Retries that honour Retry-After, per-endpoint limits that back off on 429, deadlines, the
+structured-output mode negotiation and cost. The request goes by the lean OpenAI-compatible path
+(``openai_compat``) or by litellm (``litellm_path``), both imported on the first call only.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import email.utils
 import math
-import json
 import os
 import random
 import re
 import time
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Literal
+from typing import Any, Awaitable, Callable
 from urllib.parse import urlsplit
 
-from .config import DEFAULT_MAX_TOKENS, OUTPUT_MODES, ROLES, SYSTEM_PROMPT_MODES  # noqa: F401 - re-exported
-
-Role = Literal["narrator", "player", "auditor", "author"]  # author: drafting specs
-
-ROLE_HEADER = "X-NCP-Role"  # lets a scripted test server (pytest_ncp.testing) answer per role
-STEP_HEADER = "X-NCP-Step"  # the auditor step, also when no json_schema names it (json_object / prompt modes)
-
-
-class ModelError(Exception):
-    """A model call failed for infrastructure reasons (after retries). Never a narrator verdict."""
-
-    def __init__(self, message: str, *, role: str | None = None, model: str | None = None,
-                 status: int | None = None, attempts: int = 1, endpoint: str | None = None,
-                 rejects_format: bool = False):
-        self.role, self.model, self.status, self.attempts = role, model, status, attempts
-        self.endpoint = endpoint
-        # The server refused the request because of its response_format (a deterministic rejection).
-        self.rejects_format = rejects_format
-        super().__init__(scrub(message))
-
-
-@dataclass(frozen=True)
-class Completion:
-    text: str
-    model: str
-    role: str
-    step: str | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    attempts: int = 1
-    latency_s: float = 0.0
-    finish_reason: str | None = None   # "length": the answer was cut by max_tokens
-    max_tokens: int | None = None
-    output_mode: str | None = None     # structured-output mode of the call (None: plain text)
-
-    @property
-    def tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    @property
-    def truncated(self) -> bool:
-        return self.finish_reason == "length"
-
-
-@dataclass
-class Usage:
-    """Running totals; one per episode, and one per client for the whole run."""
-
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    truncated: list[dict[str, Any]] = field(default_factory=list)  # calls cut by max_tokens
-    output_modes: dict[str, str] = field(default_factory=dict)     # model -> structured-output mode used
-
-    @property
-    def tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    def add(self, c: Completion) -> None:
-        self.calls += 1
-        self.prompt_tokens += c.prompt_tokens
-        self.completion_tokens += c.completion_tokens
-        self.cost_usd += c.cost_usd
-        if c.truncated:
-            self.truncated.append({"role": c.role, "step": c.step, "model": c.model, "max_tokens": c.max_tokens,
-                                   "completion_tokens": c.completion_tokens})
-        if c.output_mode:
-            self.output_modes[c.model] = c.output_mode
-
-    def merge(self, other: Usage) -> None:
-        self.calls += other.calls
-        self.prompt_tokens += other.prompt_tokens
-        self.completion_tokens += other.completion_tokens
-        self.cost_usd += other.cost_usd
-
-
-# Per-episode usage: every completion made inside an episode's task tree is added to it as well.
-current_usage: contextvars.ContextVar[Usage | None] = contextvars.ContextVar("ncp_usage", default=None)
-# The running episode's key (``<spec>--r<repeat>``): cassettes keep one file per episode.
-current_episode: contextvars.ContextVar[str | None] = contextvars.ContextVar("ncp_episode", default=None)
-
-
-# --- secrets -------------------------------------------------------------------------------------
-
-# (pattern, replacement): key-shaped tokens go whole; after a header or field name, only the value.
-_KEY_PATTERNS = [
-    (re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{6,}"), "***"),
-    (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9_\-\.=]{6,}"), r"\1***"),
-    (re.compile(r"(?i)((?:api[_-]?key|x-api-key|authorization)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{4,}"), r"\1***"),
-    # Credentials in URL queries (``?key=AIza...``, ``&token=ghp_...``), whatever their shape.
-    (re.compile(r"(?i)([?&;](?:key|api[_-]?key|apikey|token|access[_-]?token|auth|secret|client[_-]?secret|"
-                r"password|pass|pwd|sig|signature|code)=)[^&#\s\"'<>]+"), r"\1***"),
-    # Well-known key shapes: Google (AIza...), GitHub (ghp_..., github_pat_...), Slack (xox.-...).
-    (re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"), "***"),
-    (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"), "***"),
-    (re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}"), "***"),
-]
-
-
-def _secret_values() -> list[str]:
-    return [v for k, v in os.environ.items() if v and len(v) >= 6 and re.search(r"(KEY|TOKEN|SECRET)", k)]
-
-
-def scrub(text: str, extra: tuple[str, ...] = ()) -> str:
-    """Remove API keys and auth headers from text that may reach traces, results or errors."""
-    for value in (*extra, *_secret_values()):
-        if value and len(value) >= 4:
-            text = text.replace(value, "***")
-    for pattern, replacement in _KEY_PATTERNS:
-        text = pattern.sub(replacement, text)
-    return text
+from ..config import DEFAULT_MAX_TOKENS, OUTPUT_MODES, SYSTEM_PROMPT_MODES
+from .litellm_path import import_litellm, litellm_call
+from .request import merge_system_prompt, request_params, shape_structured
+from .types import Completion, ModelError, Role, Usage, current_usage
 
 
 # --- rate limiting -------------------------------------------------------------------------------
@@ -430,94 +319,7 @@ class ModelClient:
         return await self._litellm_call(request)
 
     async def _litellm_call(self, request: dict[str, Any]) -> Completion:
-        litellm = import_litellm()
-        model = request["model"]
-        headers = {ROLE_HEADER: request["role"]}
-        if request.get("step"):
-            headers[STEP_HEADER] = request["step"]
-        kwargs: dict[str, Any] = {
-            **request_params(request),
-            "model": model,
-            "timeout": request.get("timeout") or self.timeout,
-            "num_retries": 0,  # we own the retry loop (litellm's needs tenacity, which it does not install)
-            "extra_headers": headers,
-        }
-        response_format = kwargs.get("response_format")
-        if model.split("/", 1)[0] in ("ollama", "ollama_chat") and response_format \
-                and response_format.get("type") == "json_object" and response_format.get("schema"):
-            kwargs["format"] = kwargs.pop("response_format")["schema"]  # Ollama's native API: schema as `format`
-        if self.api_base:
-            kwargs["api_base"] = self.api_base
-            # Local OpenAI-compatible servers (Ollama, vLLM, test servers) rarely need a key,
-            # but the OpenAI client refuses to start without one.
-            if self.api_key is None and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
-                kwargs["api_key"] = "ncp-no-key"
-        if self.api_key:
-            kwargs["api_key"] = self.api_key
-        response = await litellm.acompletion(**kwargs)
-        choice = response.choices[0]
-        text = choice.message.content or ""
-        usage = getattr(response, "usage", None)
-        # litellm prices the call itself (from its local cost map); unknown models have no price.
-        hidden = getattr(response, "_hidden_params", None) or {}
-        cost = float(hidden.get("response_cost") or 0.0)
-        return Completion(
-            text=text, model=model, role=request["role"], step=request.get("step"),
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            cost_usd=cost, finish_reason=getattr(choice, "finish_reason", None),
-        )
-
-
-def request_params(request: dict[str, Any]) -> dict[str, Any]:
-    """The chat-completions parameters of a request, as both paths send them (one place to shape requests)."""
-    params: dict[str, Any] = {"messages": request["messages"]}
-    if request.get("temperature") is not None:
-        params["temperature"] = request["temperature"]
-    if request.get("max_tokens"):
-        params["max_tokens"] = request["max_tokens"]
-    if request.get("response_format") is not None:
-        params["response_format"] = request["response_format"]
-    return params
-# --- request shaping (shared by every transport) ----------------------------------------------------
-
-
-def merge_system_prompt(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Fold system messages into the first user message, for chat templates that drop the system role."""
-    system = [str(m.get("content") or "") for m in messages if m.get("role") == "system"]
-    if not system:
-        return messages
-    rest = [dict(m) for m in messages if m.get("role") != "system"]
-    prefix = "\n\n".join(system)
-    for m in rest:
-        if m.get("role") == "user":
-            m["content"] = f"{prefix}\n\n{m.get('content') or ''}"
-            return rest
-    return [{"role": "user", "content": prefix}, *rest]
-
-
-def shape_structured(request: dict[str, Any], response_format: dict[str, Any], mode: str) -> dict[str, Any]:
-    """The request for one structured-output mode; ``response_format`` is the OpenAI json_schema form."""
-    schema = (response_format.get("json_schema") or {}).get("schema") or {}
-    shaped = dict(request)
-    if mode == "json_schema":
-        shaped["response_format"] = response_format
-    elif mode == "json_object":
-        # llama-cpp-python (and others) turn the schema into a grammar; plain OpenAI ignores it.
-        shaped["response_format"] = {"type": "json_object", "schema": schema}
-    elif mode == "prompt":
-        messages = [dict(m) for m in request["messages"]]
-        instruction = ("Answer with one JSON object and nothing else (no prose, no code fence). "
-                       "It must follow this JSON Schema:\n" + json.dumps(schema, separators=(",", ":")))
-        last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
-        if last_user is None:
-            messages.append({"role": "user", "content": instruction})
-        else:
-            last_user["content"] = f"{last_user.get('content') or ''}\n\n{instruction}"
-        shaped["messages"], shaped["response_format"] = messages, None
-    else:
-        raise ValueError(f"unknown structured-output mode {mode!r}; valid: {', '.join(OUTPUT_MODES[1:])}")
-    return shaped
+        return await litellm_call(request, api_base=self.api_base, api_key=self.api_key, timeout=self.timeout)
 
 
 def endpoint_label(api_base: str | None, model: str) -> str:
@@ -648,19 +450,3 @@ def _is_transient(exc: BaseException) -> bool:
                     "ClientPayloadError", "ServerTimeoutError"} or isinstance(exc, ConnectionError)
 
 
-_litellm: Any = None
-
-
-def import_litellm() -> Any:
-    """Import litellm once, with its local cost map so that the import never reaches the network."""
-    global _litellm
-    if _litellm is None:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        os.environ.setdefault("LITELLM_LOG", "ERROR")
-        import litellm
-
-        litellm.telemetry = False
-        litellm.suppress_debug_info = True
-        litellm.drop_params = False
-        _litellm = litellm
-    return _litellm

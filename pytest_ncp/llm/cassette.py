@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
-from .llm import Completion, current_episode, scrub
-
-RECORD_MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all")
+from ..config import RECORD_MODES
+from ..redact import scrub
+from .types import Completion, current_episode
 CASSETTE_VERSION = 1
 
 
