@@ -11,13 +11,13 @@ per step:
 3. ``review``: a person reads the draft and records their review in the spec file.
 
 Everything here is pure (files in, values out; no model calls, no printing), so each step is tested
-on its own; ``pytest_ncp.commands.specs`` wires them to the command line. yaml, pydantic and jinja2
+on its own; ``pytest_ncp.cli.specs`` wires them to the command line. yaml, pydantic and jinja2
 are imported inside the functions that need them.
 """
 
 from __future__ import annotations
 
-from ..terms import GENRES
+from ..core.terms import GENRES
 from .clean import DEFAULT_MIN_WORDS, DROP_REASONS, Candidate, Cleaned, clean, mentions, name_parts, title_key
 from .corpus import CorpusError, CorpusRead, Movie, parse_year, read_corpus
 from .draft import (

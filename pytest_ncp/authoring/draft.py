@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..terms import GENRES, ID_MAX_LENGTH, ID_PATTERN
+from ..core.terms import GENRES, ID_MAX_LENGTH, ID_PATTERN
 from .clean import name_parts, title_key
 from .review import spec_problems
 
@@ -69,7 +69,7 @@ def draft_schema(*, with_genres: bool = False) -> dict[str, Any]:
     up here. Strict structured outputs need every property required, no additional properties and no
     ``$ref``; optional fields stay nullable (``before``/``after``) or may be empty lists.
     """
-    from ..spec import NarrativeSpec
+    from ..core.spec import NarrativeSpec
 
     full = NarrativeSpec.model_json_schema()
     defs = full.get("$defs", {})
@@ -112,7 +112,7 @@ def draft_messages(request: DraftRequest, *, problems: Sequence[str] = (), previ
 
 def parse_draft_answer(text: str) -> tuple[dict[str, Any] | None, list[str]]:
     """The model's JSON answer as a dict, or None and the problem to tell it."""
-    from ..auditor import strip_fences  # models without structured output often wrap JSON in a code fence
+    from ..engine.auditor import strip_fences  # models without structured output often wrap JSON in a code fence
 
     try:
         answer = json.loads(strip_fences(text))

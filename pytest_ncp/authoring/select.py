@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..terms import GENRES
+from ..core.terms import GENRES
 from .clean import DEFAULT_MIN_WORDS, DROP_REASONS, Candidate, _id_order, clean
 from .corpus import CorpusError, read_corpus
 

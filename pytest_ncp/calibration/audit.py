@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..auditor import Auditor, AuditorError, TurnAudit
+from ..engine.auditor import Auditor, AuditorError, TurnAudit
 from ..llm import ModelError, Usage, current_episode, current_usage, scrub
 from .goldset import GoldCase
 from .scoring import gold_row

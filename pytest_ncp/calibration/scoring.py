@@ -24,7 +24,7 @@ import random
 import re
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..metrics import wilson
+from ..analysis.metrics import wilson
 
 CONFLICT_TYPES = ("fact", "commitment", "player_input")
 BOOTSTRAP = 2000

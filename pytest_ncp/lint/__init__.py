@@ -23,7 +23,7 @@ from .story import STORY_CHECKS, STORY_RULES
 from .structure import DUPLICATE_THRESHOLD, STRUCTURE_CHECKS, STRUCTURE_RULES
 
 if TYPE_CHECKING:  # the spec module imports pydantic; the linter only reads its objects
-    from ..spec import NarrativeSpec, SpecError
+    from ..core.spec import NarrativeSpec, SpecError
 
 __all__ = [
     "CONTENT_STOPWORDS", "DUPLICATE_THRESHOLD", "NAME_STOPWORDS", "NEGATIONS", "RULES", "LintFinding",
@@ -43,7 +43,7 @@ def lint_spec(spec: NarrativeSpec) -> list[LintFinding]:
 
 def lint_paths(paths: Sequence[str | Path]) -> tuple[list[LintFinding], list[SpecError]]:
     """Lint every valid spec under ``paths``; specs that fail validation come back as errors."""
-    from ..spec import load_specs
+    from ..core.spec import load_specs
 
     specs, errors = load_specs(paths)
     return [f for spec in specs for f in lint_spec(spec)], errors

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
 if TYPE_CHECKING:  # the spec module imports pydantic; the linter only reads its objects
-    from ..spec import NarrativeSpec
+    from ..core.spec import NarrativeSpec
 
 # Content words decide duplicate facts and achievement/node overlap. Negations are deliberately
 # *not* stopwords: "X is not Y" and "X is Y" are different facts (see NEGATIONS).

@@ -18,7 +18,7 @@ from .core import LintFinding
 
 if TYPE_CHECKING:
     from ..llm import ModelClient
-    from ..spec import NarrativeSpec
+    from ..core.spec import NarrativeSpec
 
 LINT_STEP = "spec_lint"
 LINT_ROLE = "author"
@@ -75,7 +75,7 @@ def _resolve(spec: NarrativeSpec, path: tuple[str | int, ...]) -> bool:
 
 def parse_answer(spec: NarrativeSpec, text: str) -> tuple[list[LintFinding] | None, list[str]]:
     """The findings of one answer, or None and the problems to tell the model."""
-    from ..auditor import strip_fences
+    from ..engine.auditor import strip_fences
 
     try:
         data = json.loads(strip_fences(text))

@@ -16,7 +16,7 @@ from .core import (
 )
 
 if TYPE_CHECKING:
-    from ..spec import TrajectoryNode
+    from ..core.spec import TrajectoryNode
 
 MIN_SCRIPTED_INPUTS = 24
 MAX_CLAUSES = 2  # events a trigger or key delta may hold ("X has seen Y and is shaken" is fine; three is not)
@@ -355,7 +355,7 @@ def _missing_public_domain(cx: Context) -> list[LintFinding]:
 
 def _restates_world_rule(cx: Context) -> list[LintFinding]:
     """An invariant that contains a signal phrase of a default world rule in force (world_rules.yaml)."""
-    from ..world_rules import default_rules
+    from ..core.world_rules import default_rules
 
     in_force = {c.id for c in cx.spec.world_rule_commitments}
     out = []

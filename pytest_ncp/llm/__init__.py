@@ -9,7 +9,7 @@ concern: ``types`` (what a call returns), ``client``, ``request`` (how a request
 
 from __future__ import annotations
 
-from ..redact import scrub
+from ..core.redact import scrub
 from .client import AdaptiveLimiter, ModelClient, Transport, brief_error, endpoint_label
 from .litellm_path import import_litellm
 from .request import merge_system_prompt, request_params, shape_structured

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
-from ..config import RECORD_MODES
-from ..redact import scrub
+from ..core.config import RECORD_MODES
+from ..core.redact import scrub
 from .types import Completion, current_episode
 CASSETTE_VERSION = 1
 

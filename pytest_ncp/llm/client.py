@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 from urllib.parse import urlsplit
 
-from ..config import DEFAULT_MAX_TOKENS, OUTPUT_MODES, SYSTEM_PROMPT_MODES
+from ..core.config import DEFAULT_MAX_TOKENS, OUTPUT_MODES, SYSTEM_PROMPT_MODES
 from .litellm_path import import_litellm, litellm_call
 from .request import merge_system_prompt, request_params, shape_structured
 from .types import Completion, ModelError, Role, Usage, current_usage

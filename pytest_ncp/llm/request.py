@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..config import OUTPUT_MODES
+from ..core.config import OUTPUT_MODES
 
 
 def request_params(request: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import contextvars
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..redact import scrub
+from ..core.redact import scrub
 
 Role = Literal["narrator", "player", "auditor", "author"]  # author: drafting specs
 

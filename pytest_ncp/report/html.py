@@ -16,9 +16,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..metrics import CONFLICT_KINDS, survival_table
-from ..quotes import find_quote  # the project's one quote matcher (re-exported for callers of this module)
-from ..traces import Trace, episode_trace
+from ..analysis.metrics import CONFLICT_KINDS, survival_table
+from ..core.quotes import find_quote  # the project's one quote matcher (re-exported for callers of this module)
+from ..core.traces import Trace, episode_trace
 from .runs import RunData, iter_labels, load_runs, spec_outline
 from .tables import KIND_LABELS, run_rows, sections
 

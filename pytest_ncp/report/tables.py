@@ -13,8 +13,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from ..metrics import CONFLICT_KINDS, compute_metrics, is_judged, is_narrator_error, survival_table, wilson
-from ..review import dispute_rates
+from ..analysis.metrics import CONFLICT_KINDS, compute_metrics, is_judged, is_narrator_error, survival_table, wilson
+from ..analysis.reviews import dispute_rates
 
 SURVIVAL_TURNS = (10, 20, 50, 100)
 KIND_LABELS = {"fact": "fact", "commitment": "commitment", "player_input": "player input"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ncp.episode import Termination
+from pytest_ncp.engine.episode import Termination
 
 GOOD = {"conflicts": []}
 BAD_ANSWERS = {

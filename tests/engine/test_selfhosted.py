@@ -14,11 +14,11 @@ import time
 
 import pytest
 
-from pytest_ncp.auditor import WIRE_SCHEMAS, response_format
-from pytest_ncp.config import DEFAULT_MAX_TOKENS, RunConfig
-from pytest_ncp.episode import Termination
+from pytest_ncp.engine.auditor import WIRE_SCHEMAS, response_format
+from pytest_ncp.core.config import DEFAULT_MAX_TOKENS, RunConfig
+from pytest_ncp.engine.episode import Termination
 from pytest_ncp.llm import ModelClient, ModelError
-from pytest_ncp.runner import Runner
+from pytest_ncp.engine.runner import Runner
 from pytest_ncp.testing import ScriptedModelServer
 from tests.conftest import SPECS, ListNarrator
 
@@ -144,7 +144,7 @@ def test_results_json_records_the_mode_auto_chose(tmp_path):
     with ScriptedModelServer(reject_formats=("json_schema",)) as server:
         config = RunConfig(narrator="unused:X", auditor_model="openai/auditor", api_base=server.base_url, max_turns=1)
         runner = Runner(config, out_dir=tmp_path, narrator_factory=lambda: ListNarrator(["The fair is loud."]))
-        from pytest_ncp.spec import load_spec
+        from pytest_ncp.core.spec import load_spec
 
         asyncio.run(runner.run([load_spec(SPECS / "caligari.yaml")]))
     data = json.loads((tmp_path / "results.json").read_text())

@@ -71,9 +71,9 @@ def _import_once() -> None:
     # In-process pytester runs drop the modules they imported when they end; litellm's imports
     # (email, metadata helpers) then reload half-way and break entry-point discovery for the next
     # run. Importing the engine here, once, keeps every inner run on the same module objects.
-    import pytest_ncp.collect  # noqa: F401
-    import pytest_ncp.runner  # noqa: F401
-    import pytest_ncp.session  # noqa: F401
+    import pytest_ncp.plugin.collect  # noqa: F401
+    import pytest_ncp.engine.runner  # noqa: F401
+    import pytest_ncp.plugin.session  # noqa: F401
     from pytest_ncp.llm import import_litellm
 
     import_litellm()

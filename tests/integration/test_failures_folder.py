@@ -104,7 +104,7 @@ def test_stored_failures_are_stored_and_run_under_xdist(studio):
 
 
 def test_a_stored_failure_is_an_xdist_scope_of_its_own():
-    from pytest_ncp.collect import episode_scope
+    from pytest_ncp.plugin.xdist import episode_scope
 
     assert episode_scope("failures/caligari@t3.jsonl::fork[caligari@t3]") == \
         "fork::failures/caligari@t3.jsonl::fork[caligari@t3]"

@@ -94,12 +94,12 @@ def test_a_fork_written_into_a_run_folder_never_joins_that_run(failed_run, ncp_m
 
     for trace in (tmp_path / "elsewhere" / "traces").glob("*.jsonl"):
         shutil.copy(trace, out / "traces" / trace.name)
-    from pytest_ncp.config import RunConfig
-    from pytest_ncp.runner import Runner
+    from pytest_ncp.core.config import RunConfig
+    from pytest_ncp.engine.runner import Runner
 
     runner = Runner(RunConfig(narrator=f"{NARRATORS}:Breaks", api_base=ncp_model_server.base_url,
                               auditor_model="openai/auditor", max_turns=6), out_dir=out)
-    from pytest_ncp.spec import load_spec
+    from pytest_ncp.core.spec import load_spec
 
     assert runner.resume([load_spec(FIXTURES / "caligari.yaml")], force=True) == 1
     assert [r["termination"] for r in runner.results.values()] == ["conflict:fact"]

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pytest_ncp.results import check_results, load_results
-from pytest_ncp.traces import (
+from pytest_ncp.analysis.results import check_results, load_results
+from pytest_ncp.core.traces import (
     RunFileError, episode_trace, find_spec_file, read_trace, resolve_trace, start_event, trace_reference,
 )
 
