@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,6 +119,7 @@ async def _run(client: Any, model: str, api_base: str | None, wanted_mode: str, 
 
 def _list_models(api_base: str | None, model: str) -> tuple[list[str], float] | Check:
     from ..llm import endpoint_label, scrub
+    from ..llm.client import EndpointError, get_models
 
     provider = model.split("/", 1)[0]
     base = api_base or (os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
@@ -129,24 +127,19 @@ def _list_models(api_base: str | None, model: str) -> tuple[list[str], float] | 
     if not base:
         return Check(INFO, "endpoint", f"not an OpenAI-compatible endpoint ({provider}); model list skipped")
     where = endpoint_label(base, model)
-    request = urllib.request.Request(base.rstrip("/") + "/models")
     key = os.environ.get("OPENAI_API_KEY") if provider == "openai" else None
-    if key:
-        request.add_header("Authorization", f"Bearer {key}")
     started = time.monotonic()
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - the user's own endpoint
-            data = json.loads(response.read().decode("utf-8") or "{}")
-    except urllib.error.HTTPError as exc:
-        return Check(FIX, "endpoint", f"{where} answers, but GET models gave HTTP {exc.code}; the model list "
-                                      "is not checked")
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return Check(FAIL, "endpoint", scrub(f"cannot reach {where} ({reason}) -> start the server, or set "
+        data = get_models(base, api_key=key, timeout=10)
+    except EndpointError as exc:
+        if exc.status is not None:
+            return Check(FIX, "endpoint", f"{where} answers, but GET models gave HTTP {exc.status}; the model list "
+                                          "is not checked")
+        if exc.not_json:
+            return Check(FIX, "endpoint", f"{where} answers GET models with something that is not JSON; is "
+                                          "--api-base the OpenAI-compatible base (ending in /v1)?")
+        return Check(FAIL, "endpoint", scrub(f"cannot reach {where} ({exc.reason}) -> start the server, or set "
                                              "--api-base to its URL (e.g. http://127.0.0.1:8080/v1)"))
-    except ValueError:
-        return Check(FIX, "endpoint", f"{where} answers GET models with something that is not JSON; is "
-                                      "--api-base the OpenAI-compatible base (ending in /v1)?")
     ids = [str(m.get("id")) for m in (data.get("data") or []) if isinstance(m, dict)]
     return ids, time.monotonic() - started
 

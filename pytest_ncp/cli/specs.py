@@ -23,7 +23,6 @@ from typing import Any
 from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, client_settings, model_call_options, positive, usage
 
 
-DRAFT_ROLE = "author"  # not narrator, player or auditor: sent as X-NCP-Role so a scripted server can tell
 
 
 def register(sub: Any) -> None:
@@ -122,8 +121,8 @@ def cmd_import_cmu(args: argparse.Namespace) -> int:
 
 
 def cmd_draft(args: argparse.Namespace) -> int:
-    from ..llm import ModelError
-    from ..authoring import CorpusError
+    from ..authoring import CorpusError, draft_spec
+    from ..llm import ModelClient, ModelError
 
     try:
         request, out = _draft_request(args)
@@ -133,7 +132,9 @@ def cmd_draft(args: argparse.Namespace) -> int:
         return usage(f"{out} exists; pass --force to overwrite it, or choose another --out", "ncp specs")
     print(f"drafting {out} ({request.title}, {request.year}; player {request.character}) with {args.model}")
     try:
-        text, problems = asyncio.run(_draft(args, request, out))
+        client = ModelClient(api_base=args.api_base, **client_settings(args))
+        text, problems = asyncio.run(draft_spec(client, args.model, request, str(out), attempts=args.attempts,
+                                                report=print))
     except ModelError as exc:
         print(f"ncp specs: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -195,41 +196,6 @@ def _draft_request(args: argparse.Namespace) -> tuple[Any, Path]:
         raise ValueError(problem)
     return DraftRequest(spec_id=out.stem, title=title, year=int(year), character=character, synopsis=synopsis,
                         genres=genres, medium=args.medium, public_domain=args.public_domain), out
-
-
-async def _draft(args: argparse.Namespace, request: Any, out: Path) -> tuple[str | None, list[str]]:
-    """Draft, check, and redraft with the problems; (text, []) on success, (None, last problems) else."""
-    from ..llm import ModelClient
-    from ..authoring import (DRAFT_STEP, assemble_spec, draft_messages, draft_problems, draft_response_format,
-                            parse_draft_answer, render_spec_yaml)
-
-    client = ModelClient(api_base=args.api_base, **client_settings(args))
-    path = str(out)
-    problems: list[str] = []
-    previous: str | None = None
-    for attempt in range(1, args.attempts + 1):
-        messages = draft_messages(request, problems=[_for_model(p, path) for p in problems],
-                                  previous=previous)
-        completion = await client.complete(DRAFT_ROLE, args.model, messages, step=DRAFT_STEP,
-                                           response_format=draft_response_format(request))
-        answer, problems = parse_draft_answer(completion.text)
-        if answer is None:
-            previous = completion.text[:8000]
-        else:
-            text = render_spec_yaml(assemble_spec(request, answer))
-            problems = draft_problems(text, path, request)
-            if not problems:
-                print(f"attempt {attempt}/{args.attempts}: valid and lint-clean")
-                return text, []
-            previous = "\n".join(f"{n:>4}  {line}" for n, line in enumerate(text.splitlines(), 1))
-        print(f"attempt {attempt}/{args.attempts}: {len(problems)} problem(s)"
-              + ("; asking again" if attempt < args.attempts else ""))
-    return None, problems
-
-
-def _for_model(problem: str, path: str) -> str:
-    # The model sees the draft with line numbers, not the file path.
-    return f"line {problem[len(path) + 1:]}" if problem.startswith(path + ":") else problem
 
 
 # --- review --------------------------------------------------------------------------------------

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Sequence
 
@@ -26,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..core.ledger import LedgerFact
 from ..llm import Completion, ModelClient
+from ..llm.structured import NoValidAnswer, ask_again, ask_json, strip_fences
 from ..prompts import PROMPT_VERSION, render
 from ..core.quotes import check_quote, quote_in  # noqa: F401 - quote_in is part of this module's API
 from ..core.spec import NarrativeSpec
@@ -293,31 +293,33 @@ class LLMAuditor:
 
     async def _ask(self, step: str, audit: TurnAudit, **variables: Any) -> Any:
         ctx: TurnContext = variables["ctx"]
-        messages = render(step, **variables)
-        answers: list[str] = []
-        problems: list[str] = []
-        for _ in range(self.max_attempts):
-            completion = await self.client.complete(
-                "auditor", self.model, messages, step=step, response_format=response_format(step),
-                temperature=self.temperature,
-            )
-            audit.calls.append(completion)
-            answers.append(completion.text)
+
+        def parse(completion: Completion) -> tuple[Any | None, list[str]]:
             parsed, problems = parse_answer(step, completion.text, ctx)
-            if parsed is not None:
-                return parsed
-            if completion.truncated:
+            if parsed is None and completion.truncated:
                 problems = [*problems, f"the answer was cut at max_tokens={completion.max_tokens} "
                                        "(finish_reason=length); raise the auditor's limit (--max-tokens auditor=N)"]
-            audit.rejected_answers.append({"step": step, "attempt": len(answers), "answer": completion.text,
-                                           "problems": list(problems), "finish_reason": completion.finish_reason,
-                                           "output_mode": completion.output_mode})
-            # Retry with the problem spelled out: most invalid answers are near misses.
-            messages = [*messages, {"role": "assistant", "content": completion.text},
-                        {"role": "user", "content": "That answer is invalid: " + "; ".join(problems)
-                         + ". Answer again with JSON that follows the schema, using only ids listed above "
-                           "and quotes copied exactly from the narrator's response."}]
-        raise AuditorError(step, problems, answers)
+            return parsed, problems
+
+        def seen(attempt: int, completion: Completion, problems: list[str]) -> None:
+            audit.calls.append(completion)
+            if problems:
+                audit.rejected_answers.append({"step": step, "attempt": attempt, "answer": completion.text,
+                                               "problems": list(problems), "finish_reason": completion.finish_reason,
+                                               "output_mode": completion.output_mode})
+
+        try:
+            return await ask_json(self.client, "auditor", self.model, render(step, **variables), parse=parse,
+                                  attempts=self.max_attempts, retry=_RETRY, step=step,
+                                  response_format=response_format(step), temperature=self.temperature,
+                                  on_answer=seen)
+        except NoValidAnswer as exc:
+            raise AuditorError(step, exc.problems, exc.answers) from None
+
+
+# Retry with the problem spelled out: most invalid answers are near misses.
+_RETRY = ask_again(". Answer again with JSON that follows the schema, using only ids listed above "
+                   "and quotes copied exactly from the narrator's response.")
 
 
 async def _gather(jobs: dict[str, Any]) -> dict[str, Any]:
@@ -406,9 +408,3 @@ def _verify(step: str, answer: Any, ctx: TurnContext) -> list[str]:
         if answer.trigger_event_occurred or answer.key_delta_occurred:
             quote(answer.evidence, "evidence")
     return problems
-
-
-def strip_fences(text: str) -> str:
-    # Some servers wrap JSON in a markdown fence even in structured mode; the content inside is judged.
-    m = re.fullmatch(r"\s*```(?:json)?\s*(.*?)\s*```\s*", text or "", re.S)
-    return m.group(1) if m else (text or "")

@@ -450,3 +450,30 @@ def _is_transient(exc: BaseException) -> bool:
                     "ClientPayloadError", "ServerTimeoutError"} or isinstance(exc, ConnectionError)
 
 
+class EndpointError(Exception):
+    """``GET /models`` failed: an HTTP status, an unreachable endpoint (``reason``), or an answer that is not JSON."""
+
+    def __init__(self, reason: Any, *, status: int | None = None, not_json: bool = False):
+        self.reason, self.status, self.not_json = reason, status, not_json
+        super().__init__(str(reason))
+
+
+def get_models(base: str, *, api_key: str | None, timeout: float = 10) -> Any:
+    """The JSON answer of an OpenAI-compatible ``GET {base}/models`` (``ncp doctor``'s first check)."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(base.rstrip("/") + "/models")
+    if api_key:
+        request.add_header("Authorization", f"Bearer {api_key}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the user's own endpoint
+            data = json.loads(response.read().decode("utf-8") or "{}")
+    except urllib.error.HTTPError as exc:
+        raise EndpointError(exc.reason, status=exc.code) from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise EndpointError(getattr(exc, "reason", exc)) from None
+    except ValueError as exc:
+        raise EndpointError(exc, not_json=True) from None
+    return data
