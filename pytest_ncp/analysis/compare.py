@@ -245,7 +245,8 @@ def compare_runs(base: Mapping[str, Any], new: Mapping[str, Any], *, turn: int =
     commitments: list[CommitmentRegression] = []
     for key in judged:
         e0, e1 = base_eps[key], new_eps[key]
-        s0, s1 = survived_at(e0, turn), survived_at(e1, turn)
+        # Judged pairs were observed up to ``turn`` in both runs: survived_at is True or False, never None.
+        s0, s1 = bool(survived_at(e0, turn)), bool(survived_at(e1, turn))
         base_survived += s0
         new_survived += s1
         deltas.append(int(s1) - int(s0))
@@ -361,7 +362,7 @@ class Agreement:
     def lines(self) -> list[str]:
         header = ("run", "auditor", "episodes", "errors", f"surv@{self.turn}", "avg turns", "progress",
                   "satisfied", "fact", "commitment", "player input", "successes")
-        rows = [header]
+        rows: list[tuple[str, ...]] = [header]
         for label, auditor, m in zip(self.labels, self.auditors, self.metrics):
             rates = m["conflict_rates"]
             rows.append((label, auditor, str(m["episodes"]), str(m["errors"]),

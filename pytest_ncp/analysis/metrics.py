@@ -59,7 +59,7 @@ def is_conflict(e: Episode) -> bool:
 
 
 def conflict_turn(e: Episode) -> int:
-    failure = e.get("failure") or {}
+    failure: Mapping[str, Any] = e.get("failure") or {}
     return int(failure.get("turn", e["turns"]))
 
 

@@ -114,9 +114,9 @@ def load_reviews(run_dir: str | Path) -> dict[str, Any]:
         if label["label"] not in LABELS:
             raise RunFileError(f"{path}: labels[{i}].label: got {label['label']!r}, expected one of "
                                f"{', '.join(LABELS)}; {fix}")
-        key = (*label_key(label), label.get("reviewer"))
-        latest.pop(key, None)  # re-insert so the labels keep the order of the latest ones
-        latest[key] = label
+        ident = (*label_key(label), label.get("reviewer"))
+        latest.pop(ident, None)  # re-insert so the labels keep the order of the latest ones
+        latest[ident] = label
     return {**data, "labels": list(latest.values())}
 
 

@@ -66,11 +66,11 @@ def catalog_markdown(specs: Sequence[NarrativeSpec], base: str | Path | None = N
                "| nodes | inputs |")
     out.append("|---|---|---:|---|---|---|---:|---|---:|---:|")
     for s in specs:
-        kinds = Counter(c.kind for c in s.commitments)
+        counts = Counter(c.kind for c in s.commitments)
         ident = s.id
         if base is not None and s.path is not None:
             ident = f"[{s.id}]({Path(os.path.relpath(s.path, base)).as_posix()})"
-        commitments = f"{len(s.commitments)} ({kinds['invariant']}/{kinds['ordering']}/{kinds['achievement']})"
+        commitments = f"{len(s.commitments)} ({counts['invariant']}/{counts['ordering']}/{counts['achievement']})"
         out.append(f"| {ident} | {_cell(s.title)} | {s.source.year} | {s.source.medium} | "
                    f"{s.genres[0]} / {s.genres[1]} | {_cell(s.player.name)} | {len(s.initial_facts)} | "
                    f"{commitments} | {len(s.trajectory)} | {len(s.scripted_inputs)} |")

@@ -15,10 +15,10 @@ from .layout import render_spec_yaml
 from .review import spec_problems
 
 if TYPE_CHECKING:
-    from ..llm import Completion, ModelClient
+    from ..llm import Completion, ModelClient, Role
 
 DRAFT_STEP = "spec_draft"
-DRAFT_ROLE = "author"  # not narrator, player or auditor: sent as X-NCP-Role so a scripted server can tell
+DRAFT_ROLE: Role = "author"  # not narrator, player or auditor: sent as X-NCP-Role so a scripted server can tell
 # Spec fields the command fills from what it already knows (or leaves to people: world_rules); the
 # model writes the rest.
 OWN_FIELDS: tuple[str, ...] = ("id", "title", "source", "genres", "review", "world_rules")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from typing import Any
 from pathlib import Path
 
 from .common import EXIT_FAILED, EXIT_OK, client_settings, model_call_options, usage, whole_number
@@ -29,7 +30,7 @@ def _rate(text: str) -> float:
     return value
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: Any) -> None:
     from ..calibration.goldset import DEFAULT_SET
     from ..core.config import RECORD_MODES
 

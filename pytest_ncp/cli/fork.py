@@ -88,7 +88,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
     if problems:
         return usage("; ".join(problems))
     try:
-        narrator_factory = load_narrator(config.narrator)  # type: ignore[arg-type]
+        narrator_factory = load_narrator(config.narrator or "")  # checked above: a narrator is named
     except NarratorLoadError as exc:
         return usage(str(exc))
     client = ModelClient(**config.client_options())
@@ -96,6 +96,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
     if config.record_mode is not None:
         from ..llm.cassette import CassetteTransport
 
+        assert config.cassettes is not None, "validate() requires a cassette directory with a record mode"
         cassettes = CassetteTransport(config.record_mode, config.cassettes, client.transport or client.model_call)
         client.transport = cassettes
     player_factory = None

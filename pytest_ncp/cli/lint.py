@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from .common import EXIT_FAILED, EXIT_OK, check_specs
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Any) -> None:
     p = sub.add_parser("lint", help="check spec content (future sight, duplicate facts, unreachable achievements, ...)")
     p.add_argument("paths", nargs="*", default=["specs"], help="spec files or directories (default: specs)")
     p.add_argument("--list-rules", action="store_true", help="print the rules and exit")

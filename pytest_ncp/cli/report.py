@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 from pathlib import Path
 
 from .common import EXIT_OK, EXIT_USAGE
 
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: Any) -> None:
     p = sub.add_parser(
         "report", help="tables of one or more runs (terminal, --markdown, --json) and an --html report",
         description="Print the NCP-Bench tables of one or more results.json files (or run folders), one row "

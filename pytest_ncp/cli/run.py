@@ -113,7 +113,7 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
             canary_cases = pick_canaries(args.canary_set, args.canaries, seed=args.canary_seed)
         except GoldSetError as exc:
             return usage(f"--canaries: {exc}")
-    problems = config.validate()
+    problems: list[str] = config.validate()
     if problems:
         return usage("; ".join(problems))
     specs, errors = load_specs(args.specs)
@@ -145,7 +145,7 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
         workers = default_workers(min(config.concurrency, len(jobs)))
     else:
         workers = int(args.workers)
-    problems: list[str] = []
+    problems = []
 
     async def run_canaries() -> dict | None:
         if not canary_cases:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Iterable, Literal, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
@@ -420,7 +420,7 @@ def _field_name(loc: tuple) -> str:
     return out or "<root>"
 
 
-def _message(err: dict) -> str:
+def _message(err: Mapping[str, Any]) -> str:
     kind = err.get("type")
     if kind == "missing":
         return "required field is missing"

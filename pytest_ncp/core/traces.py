@@ -142,7 +142,7 @@ def read_trace(path: str | Path, *, strict: bool = False) -> Trace:
     ``strict`` (for re-judging, where a silently shortened transcript would be wrong): they raise
     RunFileError with file and line. OSError propagates.
     """
-    p, bad = Path(path), []
+    p, bad = Path(path), list[int]()
     try:
         with open(p, encoding="utf-8", errors="strict" if strict else "replace") as fh:
             events = list(_events(fh, p, strict, bad))

@@ -528,6 +528,9 @@ class Episode:
         return NarratorContext(spec=self.spec, turn=turn, history=tuple(history), llm=self.client,
                                model=self.narrator_model, repeat=self.repeat)
 
+    # The optional hooks (narrators.SupportsReset, SupportsRestore, SupportsOpening, SpeculationSafe) are
+    # looked up with getattr, not isinstance: a runtime protocol check reads attributes statically, and a
+    # narrator behind a proxy (``__getattr__``) would lose its hooks.
     async def _reset(self) -> None:
         reset = getattr(self.narrator, "reset", None)
         if callable(reset):

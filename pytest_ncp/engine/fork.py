@@ -23,7 +23,7 @@ from ..core.ledger import FactLedger
 from ..core.traces import RunFileError, find_spec_file, read_trace
 
 if TYPE_CHECKING:
-    from .auditor import Auditor
+    from .auditor import Auditor, CommitmentState
     from .episode import EpisodeResult, Turn
     from ..llm import ModelClient
     from .narrators import NarratorFactory
@@ -54,7 +54,7 @@ class EpisodeState:
     node_index: int
     trigger_turn: int | None
     nodes: list[dict[str, Any]]
-    commitment_states: dict[str, str]
+    commitment_states: dict[str, CommitmentState]
     recorded: dict[str, Any] | None = None  # the recorded turn ``turn`` itself (verdicts, confirmed), if any
     repeat: int = 0
     last_recorded_turn: int = 0
@@ -95,7 +95,8 @@ class EpisodeState:
                     ledger.negate(change["fact_id"], change["turn"], change.get("quote"))
         last = before[-1] if before else None
         any_turn = turns[0] if turns else {}
-        states = dict(last["commitments"]) if last else {c: "PENDING" for c in any_turn.get("commitments") or {}}
+        states: dict[str, CommitmentState] = (dict(last["commitments"]) if last
+                                              else {c: "PENDING" for c in any_turn.get("commitments") or {}})
         nodes: list[dict[str, Any]] = []
         trigger: int | None = None
         index = 0
@@ -108,7 +109,8 @@ class EpisodeState:
         end = recorded.end or {}
         for n, reached in zip(nodes, end.get("nodes") or start.get("nodes") or []):  # a stored failure: start
             n["id"] = reached.get("id")
-        player_input = at_turn.get("player_input") if at_turn else errored.get("player_input")  # type: ignore[union-attr]
+        # No audited turn ``turn``: then the check above found the episode's error at that turn.
+        player_input = (at_turn or errored or {}).get("player_input")
         return cls(
             trace=str(path), turn=turn, spec_id=start.get("spec_id", "?"), spec_path=start.get("spec_path"),
             spec_fingerprint=start.get("spec_fingerprint"), spec_sections=dict(start.get("spec_sections") or {}),
@@ -210,7 +212,7 @@ class ForkOutcome:
             confirmed = s.recorded.get("confirmed") or []
             out.append("  recorded: " + (f"conflict:{confirmed[0]['type']}" if confirmed else "no conflict"))
         for i, r in enumerate(self.results):
-            if r not in self.judged:
+            if r not in self.judged and r.error is not None:  # not judged: it errored at or before T
                 out.append(f"  sample {i}: error ({r.error.kind}: {one_line(printable(r.error.message), 100)})")
             elif r.failure is not None:
                 ids = ",".join(r.failure.fact_ids + r.failure.commitment_ids)
@@ -218,13 +220,15 @@ class ForkOutcome:
                            + (f" ({ids})" if ids else "") + f": \"{one_line(printable(r.failure.quote), 100)}\"")
             else:
                 out.append(f"  sample {i}: {r.termination.value} (turns={r.turns})")
-        if self.rate is None:
+        interval = self.interval
+        if self.rate is None or interval is None:
             out.append(f"conflict rate at turn {s.turn}: n/a (no sample was judged)")
         else:
-            lo, hi = self.interval  # type: ignore[misc]
+            lo, hi = interval
             types: dict[str, int] = {}
             for r in self.conflicts:
-                types[r.failure.type] = types.get(r.failure.type, 0) + 1  # type: ignore[union-attr]
+                if r.failure is not None:  # a conflict has its failure
+                    types[r.failure.type] = types.get(r.failure.type, 0) + 1
             kinds = ", ".join(f"{k} {n}" for k, n in sorted(types.items()))
             out.append(f"conflict rate at turn {s.turn}: {len(self.conflicts)}/{len(self.judged)} = {self.rate:.0%} "
                        f"(95% CI {lo:.0%}-{hi:.0%})" + (f"; {kinds}" if kinds else ""))

@@ -8,7 +8,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence, cast, runtime_checkable
 
 from ..prompts import render, untrusted
 
@@ -33,17 +33,49 @@ class NarratorContext:
 class Narrator(Protocol):
     """The agent under test. ``respond`` may be a coroutine function.
 
-    Optional: ``restore(history)`` after ``reset`` when an episode is forked at turn T (``ncp fork``, stored
-    failures): the recorded (player input, narration) pairs before T, for narrators that keep their own
-    memory; without it a forked narrator sees that history only in ``context.history``.
-    ``reset(spec)`` before an episode, ``opening()`` (or ``opening(context)``) returning the
-    turn-0 narration or None. ``speculation_safe = True`` lets the episode call ``respond`` for turn
-    t+1 while turn t is audited (pipelining): when that audit ends the episode, the answer is dropped,
-    so such a narrator may see one more ``respond`` call than the sequential schedule makes, always
-    the last one. Leave it unset when that extra call would matter (side effects, call counting).
+    Optional hooks, each its own protocol below (a narrator has any of them, or none): ``reset(spec)``
+    before an episode (``SupportsReset``), ``opening(context)`` (or ``opening()``) returning the turn-0
+    narration or None (``SupportsOpening``), ``restore(history)`` after ``reset`` when an episode is
+    forked (``SupportsRestore``), and ``speculation_safe = True`` (``SpeculationSafe``).
     """
 
     def respond(self, player_input: str, context: NarratorContext) -> str | Awaitable[str]: ...
+
+
+@runtime_checkable
+class SupportsReset(Protocol):
+    """Called with the spec before each episode (may be a coroutine function)."""
+
+    def reset(self, spec: NarrativeSpec) -> None | Awaitable[None]: ...
+
+
+@runtime_checkable
+class SupportsOpening(Protocol):
+    """The turn-0 narration, audited like any other turn, or None for none (may be a coroutine function).
+
+    ``opening()`` without the context is accepted too: the episode passes it only when the hook takes it.
+    """
+
+    def opening(self, context: NarratorContext) -> str | None | Awaitable[str | None]: ...
+
+
+@runtime_checkable
+class SupportsRestore(Protocol):
+    """Called after ``reset`` when an episode is forked at turn T (``ncp fork``, stored failures) with the
+    recorded (player input, narration) pairs before T, for narrators that keep their own memory; without
+    it a forked narrator sees that history only in ``context.history``."""
+
+    def restore(self, history: Sequence[tuple[str, str]]) -> None | Awaitable[None]: ...
+
+
+@runtime_checkable
+class SpeculationSafe(Protocol):
+    """``speculation_safe = True`` lets the episode ask a narrator (or player) for turn t+1 while turn t is
+    audited (pipelining): when that audit ends the episode, the answer is dropped, so it may see one more
+    call than the sequential schedule makes, always the last one. Leave it unset when that extra call
+    would matter (side effects, call counting)."""
+
+    speculation_safe: bool
 
 
 NarratorFactory = Callable[[], Narrator]
@@ -82,7 +114,7 @@ def load_narrator(path: str) -> NarratorFactory:
     if inspect.isclass(target):
         if not callable(getattr(target, "respond", None)):
             raise NarratorLoadError(f"{path} is a class without a respond(player_input, context) method")
-        return target
+        return cast(NarratorFactory, target)  # a class builds a fresh narrator per call
     if callable(getattr(target, "respond", None)):
         return lambda: target
     if callable(target):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Awaitable, Protocol, Sequence
+from typing import TYPE_CHECKING, Awaitable, Protocol, Sequence, runtime_checkable
 
 from ..core.config import PLAYER_KINDS
 from ..prompts import render, untrusted
@@ -28,7 +28,11 @@ class PlayerView:
     history: Sequence[tuple[str, str]]          # earlier (player input, narration); turn 0 input is ""
 
 
+@runtime_checkable
 class Player(Protocol):
+    """Produces the player's inputs; ``speculation_safe = True`` (``narrators.SpeculationSafe``) lets the
+    episode ask for the next input while the current turn is audited."""
+
     def next_input(self, view: PlayerView) -> str | None | Awaitable[str | None]:
         """The next input, or None when the player has nothing more to say (script exhausted)."""
 

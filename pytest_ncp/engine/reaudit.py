@@ -135,13 +135,13 @@ def resolve_specs(recorded: Sequence[RecordedEpisode], spec_paths: Sequence[str 
             specs, errors = load_specs(spec_paths)
         except SpecError as exc:
             return {}, [str(exc)]
-        by_id = {s.id: s for s in specs}
-        missing = sorted({r.spec_id for r in recorded} - by_id.keys())
+        loaded = {s.id: s for s in specs}
+        missing = sorted({r.spec_id for r in recorded} - loaded.keys())
         for rid in missing:
             problems.append(f"spec {rid!r}: not found under {' '.join(map(str, spec_paths))}")
         if missing:  # a broken file there may be the missing spec; otherwise it does not matter here
             problems += [str(e) for e in errors]
-        return by_id, problems
+        return loaded, problems
     by_id: dict[str, NarrativeSpec] = {}
     src = Path(source)
     for r in recorded:

@@ -13,7 +13,7 @@ import concurrent.futures
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Sequence
 
 from .auditor import Auditor, LLMAuditor
 from .episode import Episode, EpisodeResult
@@ -147,9 +147,9 @@ class Runner:
                 grouped.setdefault("; ".join(why), []).append(key)
             lines = [f"cannot resume {self.out_dir}: {len(mismatches)} finished episode(s) there were run with "
                      "other settings or another version of their spec:"]
-            for why, keys in grouped.items():
+            for reason, keys in grouped.items():
                 shown = ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
-                lines.append(f"  {shown}: {why}")
+                lines.append(f"  {shown}: {reason}")
             lines.append(f"Mixing them would report figures no single configuration produced. Re-run the changed "
                          f"episodes with {force_flag}, or write to a new directory.")
             raise ResumeMismatch("\n".join(lines))
@@ -266,11 +266,11 @@ class BackgroundRunner:
                 self._futures[key] = asyncio.run_coroutine_threadsafe(self._bounded(spec, repeat), loop)
             return self._futures[key]
 
-    def call(self, key: str, make: Callable[[], Awaitable[Any]]) -> concurrent.futures.Future[Any]:
+    def call(self, key: str, make: Callable[[], Coroutine[Any, Any, Any]]) -> concurrent.futures.Future[Any]:
         """Run ``make()`` (a coroutine) on the loop once per ``key`` (forks of stored failures)."""
         with self._lock:
             if key not in self._futures:
-                self._futures[key] = asyncio.run_coroutine_threadsafe(make(), self._start())  # type: ignore[arg-type]
+                self._futures[key] = asyncio.run_coroutine_threadsafe(make(), self._start())
             return self._futures[key]
 
     async def _bounded(self, spec: NarrativeSpec, repeat: int) -> EpisodeResult:
@@ -281,9 +281,9 @@ class BackgroundRunner:
     def result(self, spec: NarrativeSpec, repeat: int = 0) -> EpisodeResult:
         return self.submit(spec, repeat).result()
 
-    def run_coroutine(self, coro: Awaitable[Any]) -> concurrent.futures.Future[Any]:
+    def run_coroutine(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:
         """Run other work of the session (auditor canaries) on the episodes' loop and client."""
-        return asyncio.run_coroutine_threadsafe(coro, self._start())  # type: ignore[arg-type]
+        return asyncio.run_coroutine_threadsafe(coro, self._start())
 
     def close(self) -> None:
         """Cancel what is still running and stop the loop; finished traces stay as written."""
@@ -324,5 +324,5 @@ def _setup_error(spec: NarrativeSpec, repeat: int, exc: Exception) -> EpisodeRes
     )
 
 
-def run_sync(coro: Awaitable[Any]) -> Any:
-    return asyncio.run(coro)  # type: ignore[arg-type]
+def run_sync(coro: Coroutine[Any, Any, Any]) -> Any:
+    return asyncio.run(coro)

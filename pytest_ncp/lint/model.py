@@ -18,11 +18,11 @@ from ..llm.structured import NoValidAnswer, ask_again, ask_json, strip_fences
 from .core import LintFinding
 
 if TYPE_CHECKING:
-    from ..llm import ModelClient
+    from ..llm import ModelClient, Role
     from ..core.spec import NarrativeSpec
 
 LINT_STEP = "spec_lint"
-LINT_ROLE = "author"
+LINT_ROLE: Role = "author"
 MAX_ATTEMPTS = 2
 
 LLM_RULES: dict[str, str] = {

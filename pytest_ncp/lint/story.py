@@ -216,7 +216,7 @@ def _invariants_binding_the_player(cx: Context) -> list[LintFinding]:
             consumed = after.group(0).strip() if after else ""
             verb = after.group(1) if after else None
             modal = consumed and consumed.split()[0] != verb
-            if modal or (verb and (verb in _AUXILIARIES or _VERBISH.fullmatch(verb))):
+            if after is not None and (modal or (verb and (verb in _AUXILIARIES or _VERBISH.fullmatch(verb)))):
                 out.append(cx.finding("invariant-binds-player", ("commitments", i), (
                     f"invariant {c.id} makes the player character {m.group(0)!r} its subject "
                     f"({(m.group(0) + after.group(0)).strip()!r}...): the player decides what they do, feel and "
@@ -247,7 +247,7 @@ def _adjacent_orderings_only(cx: Context) -> list[LintFinding]:
     """No ordering whose `before` and `after` nodes are two or more positions apart."""
     orderings = [(i, c) for i, c in enumerate(cx.spec.commitments) if c.kind == "ordering"
                  and c.before in cx.node_index and c.after in cx.node_index]
-    if any(abs(cx.node_index[c.after] - cx.node_index[c.before]) >= 2 for _, c in orderings):
+    if any(abs(cx.node_index[c.after or ""] - cx.node_index[c.before or ""]) >= 2 for _, c in orderings):
         return []
     where = ("commitments", orderings[0][0]) if orderings else ("commitments",)
     what = (f"all {len(orderings)} ordering(s) link neighbouring nodes" if orderings else "there is no ordering")

@@ -334,6 +334,7 @@ def endpoint_label(api_base: str | None, model: str) -> str:
         return provider
     parts = urlsplit(base if "://" in base else f"http://{base}")
     host = parts.hostname or "?"
+    port: int | str
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:

@@ -28,7 +28,7 @@ class NarrativeFailure(AssertionError):
     """A narrator broke a commitment: the message is the whole failure text, headline first."""
 
 
-class EpisodeError(pytest.fail.Exception):  # type: ignore[name-defined,misc]
+class EpisodeError(pytest.fail.Exception):  # type: ignore[name-defined]
     """The episode could not be judged (auditor, model or narrator error).
 
     Raised in ``setup``, so pytest reports an error, not a failure. It is pytest's own ``Failed``
@@ -43,7 +43,7 @@ class EpisodeError(pytest.fail.Exception):  # type: ignore[name-defined,misc]
         super().__init__(message, pytrace=False)
 
 
-class SpecInvalid(pytest.fail.Exception):  # type: ignore[name-defined,misc]
+class SpecInvalid(pytest.fail.Exception):  # type: ignore[name-defined]
     """A spec file failed validation; the message lists path:line: field: message (no traceback)."""
 
     __module__ = "builtins"
@@ -181,7 +181,7 @@ class _SpecItem(pytest.Item):
             pytest.xfail(headline)
         raise NarrativeFailure(text)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, (NarrativeFailure, EpisodeError)):
             return str(excinfo.value)
         return str(super().repr_failure(excinfo))
@@ -338,7 +338,7 @@ class ForkItem(pytest.Item):
                 [f"{self.name}: still failing: {len(bad)} of {len(outcome.results)} sample(s) at turn "
                  f"{self.stored.turn} ({self.stored.path})", *outcome.lines()[1:]])))
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, (NarrativeFailure, EpisodeError)):
             return str(excinfo.value)
         return str(super().repr_failure(excinfo))

@@ -137,6 +137,8 @@ class NcpSession:
         """Start (once) the fork of a stored failure (``failures.StoredFailure``); a future of its ForkOutcome."""
         background = self._runner()
         runner = background.runner
+        factory, auditor = runner.narrator_factory, runner.auditor
+        assert factory is not None and auditor is not None, "the session's runner is built with both"
 
         async def sample() -> Any:
             from ..engine.fork import fork
@@ -144,7 +146,7 @@ class NcpSession:
             state = stored.state()
             spec = state.load_spec()
             try:
-                return await fork(state, spec, narrator_factory=runner.narrator_factory, auditor=runner.auditor,
+                return await fork(state, spec, narrator_factory=factory, auditor=auditor,
                                   samples=self.settings.fork_samples, client=runner.client,
                                   narrator_model=runner.config.narrator_model, out_dir=Path(self.trace_root) / "forks",
                                   config=runner.config.to_dict(), pipeline=runner.config.pipeline)

@@ -218,7 +218,7 @@ def walk(run_dir: str | Path, *, reviewer: str, relabel: bool = False, stdin: IO
             summary.skipped += 1
             continue
         note = _read_line(stdin, say, "note (optional, Enter for none) > ")
-        label = {"spec_id": item.spec_id, "repeat": item.repeat, "turn": item.turn, "type": item.type,
+        label: dict[str, Any] = {"spec_id": item.spec_id, "repeat": item.repeat, "turn": item.turn, "type": item.type,
                  "label": "agree" if answer == "a" else "dispute", "note": (note or "").strip(),
                  "reviewer": reviewer, "date": now()}
         put_label(reviews, label)
