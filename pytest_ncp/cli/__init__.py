@@ -13,6 +13,7 @@ they share (exit codes, argument types, the model-call options, ``usage()``, ``s
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Sequence
 
@@ -30,6 +31,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ..llm.litellm_path import quiet_in_own_process
 
     quiet_in_own_process()  # ncp owns its process: litellm's help banners stay out of its output
+    if argv is None and "" not in sys.path and os.getcwd() not in sys.path:
+        # Run as the ncp program, which owns its process: like `python -m`, a narrator module in the
+        # working directory is importable (--narrator my_agent:Narrator). The pytest plugin, a guest in
+        # pytest's process, never edits sys.path (README: "Making your narrator importable").
+        sys.path.insert(0, os.getcwd())
     parser = _parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):

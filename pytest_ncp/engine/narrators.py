@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence, cast, runtime_checkable
@@ -94,14 +92,17 @@ def load_narrator(path: str) -> NarratorFactory:
     module_name, sep, attr = path.partition(":")
     if not sep or not module_name or not attr:
         raise NarratorLoadError(f"narrator {path!r} must look like 'module:Attr' (e.g. my_agent:Narrator)")
-    # Like `python -m`, a module in the working directory is importable without installing it.
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    # sys.path is left alone: the narrator under test shares the process, and so does every other import.
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - any import failure is a configuration error here
+        hint = ""
+        if isinstance(exc, ModuleNotFoundError) and exc.name is not None and (
+                module_name == exc.name or module_name.startswith(exc.name + ".")):
+            hint = (f"; make it importable: for pytest add `pythonpath = .` (the folder holding {exc.name}) to "
+                    "the [pytest] ini section, or install your project (`pip install -e .`), or set PYTHONPATH")
         raise NarratorLoadError(
-            f"cannot import narrator module {module_name!r}: {type(exc).__name__}: {exc}") from exc
+            f"cannot import narrator module {module_name!r}: {type(exc).__name__}: {exc}{hint}") from exc
     target: Any = module
     for part in attr.split("."):
         try:

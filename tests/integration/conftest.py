@@ -24,6 +24,8 @@ AGENT = textwrap.dedent('''
             return super().respond(player_input, context)
 ''')
 
+INI = "[pytest]\npythonpath = .\n"
+
 FACT_CONFLICT = {"conflicts": [{"type": "fact", "fact_ids": ["F2"], "commitment_ids": [],
                                 "quote": "The fair is loud", "explanation": "Alan was said to be away."}]}
 
@@ -32,6 +34,9 @@ class Project:
     def __init__(self, pytester: pytest.Pytester, server: Any):
         self.pytester, self.server = pytester, server
         pytester.makepyfile(agent=AGENT)
+        # What a studio does to make its narrator module importable by --ncp-narrator (README): pytest's
+        # own `pythonpath` ini key (tests that write their own ini add it too).
+        pytester.makeini(INI)
         (pytester.path / "specs").mkdir()
         shutil.copy(FIXTURES / "caligari.yaml", pytester.path / "specs" / "caligari.yaml")
 

@@ -79,7 +79,7 @@ def test_a_confirmed_conflict_is_stored_small_and_replayed_first(studio):
 
 
 def test_a_stored_failure_whose_spec_changed_is_an_error_naming_the_change(studio):
-    studio.pytester.makeini("[pytest]\nncp_failures = failures\n")  # the ini key, relative to where pytest runs
+    studio.pytester.makeini("[pytest]\npythonpath = .\nncp_failures = failures\n")  # the ini key, relative to where pytest runs
     folder = studio.pytester.path / "failures"
     studio.run(narrator="studio:Breaks", max_turns=5)
     assert (folder / "caligari@t3.jsonl").is_file()
