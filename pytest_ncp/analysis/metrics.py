@@ -22,7 +22,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..core.exit_codes import EXIT_ERROR_BUDGET, EXIT_GATE_FAILED
+from ..core.exit_codes import EXIT_ERROR_BUDGET, EXIT_GATE_FAILED, EXIT_OK
 
 CONFLICT_KINDS = ("fact", "commitment", "player_input")
 Episode = Mapping[str, Any]
@@ -365,7 +365,7 @@ class GateVerdict:
     @property
     def exit_code(self) -> int:
         if self.passed:
-            return 0
+            return EXIT_OK
         return EXIT_ERROR_BUDGET if self.budget.exceeded else EXIT_GATE_FAILED
 
     def line(self) -> str:

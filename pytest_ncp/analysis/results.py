@@ -9,11 +9,10 @@ naming the file (and entry) and the fix.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..core.files import atomic_write_text
 from .metrics import compute_metrics
 from ..core.traces import RunFileError, trace_reference
 
@@ -104,15 +103,9 @@ def build_results(config: dict[str, Any], episodes: list[dict[str, Any]], *, sur
 def write_results(out_dir: str | Path, config: dict[str, Any], episodes: list[dict[str, Any]],
                   *, survival_turn: int = 20, shard: dict[str, int] | None = None,
                   canaries: dict[str, Any] | None = None) -> Path:
-    """Write ``results.json`` atomically (temp file + rename): readers never see half a file."""
+    """Write ``results.json`` atomically (``core.files.atomic_write_text``): readers never see half a file."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     # Traces inside the results folder are recorded relative to it, so the folder can move whole.
     episodes = [{**e, "trace": trace_reference(e["trace"], out)} if e.get("trace") else e for e in episodes]
     data = build_results(config, episodes, survival_turn=survival_turn, shard=shard, canaries=canaries)
-    fd, tmp = tempfile.mkstemp(prefix=".results.", suffix=".json", dir=out)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, ensure_ascii=False)
-        fh.write("\n")
-    os.replace(tmp, out / "results.json")
-    return out / "results.json"
+    return atomic_write_text(out / RESULTS_FILE, json.dumps(data, indent=2, ensure_ascii=False) + "\n")

@@ -19,12 +19,11 @@ replaces that reviewer's earlier label, and several reviewers may label the same
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ..core.files import atomic_write_text
 from .metrics import CONFLICT_KINDS, wilson
 from ..core.traces import RunFileError
 
@@ -121,20 +120,8 @@ def load_reviews(run_dir: str | Path) -> dict[str, Any]:
 
 
 def save_reviews(run_dir: str | Path, data: Mapping[str, Any]) -> Path:
-    """Write ``RUN_DIR/reviews.json`` atomically (temp file + rename): never half a file."""
-    out = Path(run_dir)
-    fd, tmp = tempfile.mkstemp(prefix=".reviews.", suffix=".json", dir=out)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, ensure_ascii=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, out / REVIEWS_FILE)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return out / REVIEWS_FILE
+    """Write ``RUN_DIR/reviews.json`` atomically (``core.files.atomic_write_text``): never half a file."""
+    return atomic_write_text(Path(run_dir) / REVIEWS_FILE, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def put_label(data: dict[str, Any], label: dict[str, Any]) -> None:

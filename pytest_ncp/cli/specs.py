@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as _dt
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from ..core.files import atomic_write_text
 from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, client_settings, model_call_options, positive, usage
 
 
@@ -144,10 +144,7 @@ def cmd_draft(args: argparse.Namespace) -> int:
             print(f"  {p}", file=sys.stderr)
         print("nothing written: try another --model, more --attempts, or a cleaner synopsis", file=sys.stderr)
         return EXIT_FAILED
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, out)
+    atomic_write_text(out, text)
     print(f"wrote {out} (review: draft). Read it, then: ncp specs review {out} --approve --reviewer NAME")
     if not request.public_domain:
         print(f"note: {out} has no source.public_domain; add why the work is free to use (or pass --public-domain)")
@@ -251,9 +248,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     except ReviewEditError as exc:
         print(f"ncp specs: error: {path}: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(new.encode("utf-8"))
-    os.replace(tmp, path)
+    atomic_write_text(path, new)
     print(f"recorded in {path}: reviewed by {review['reviewer']} on {review['date'].isoformat()}")
     return EXIT_OK
 

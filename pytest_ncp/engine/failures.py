@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.files import atomic_write_text
+
 PASSES_FILE = ".passes.json"
 SUFFIX = ".jsonl"
 _START_KEYS = ("spec_id", "spec_path", "repeat", "spec_fingerprint", "spec_sections", "prompt_version", "ledger")
@@ -55,12 +57,8 @@ def store_failure(trace: str | Path, turn: int, folder: str | Path) -> Path | No
     kept["failure"] = end.get("failure")
     lines = [{"event": "start", **kept}]
     lines += [{"event": "turn", **{k: r.get(k) for k in _TURN_KEYS}} for r in recorded.of("turn") if r["turn"] <= turn]
-    folder.mkdir(parents=True, exist_ok=True)
     text = "".join(scrub(json.dumps(line, ensure_ascii=False)) + "\n" for line in lines)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return atomic_write_text(path, text)
 
 
 @dataclass

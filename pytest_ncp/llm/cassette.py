@@ -19,14 +19,13 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-import os
 import re
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
+from ..core.files import atomic_write_text
 from ..core.config import RECORD_MODES
 from ..core.redact import scrub
 from .types import Completion, current_episode
@@ -196,15 +195,11 @@ def _dumper() -> Any:
 def _write(path: Path, entries: list[dict[str, Any]]) -> None:
     import yaml
 
-    path.parent.mkdir(parents=True, exist_ok=True)
     # Text is written as it is: a narration with trailing spaces is quoted rather than trimmed, so a
     # replay returns exactly what was recorded.
     text = yaml.dump({"version": CASSETTE_VERSION, "interactions": entries}, Dumper=_dumper(),
                      sort_keys=False, allow_unicode=True, width=100)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    atomic_write_text(path, text)
 
 
 def _read(path: Path) -> list[dict[str, Any]]:

@@ -202,11 +202,11 @@ class NcpSession:
         Returns 0, ``EXIT_GATE_FAILED`` (the narrator failed the gate or the baseline comparison,
         or the auditor missed canaries), or ``EXIT_ERROR_BUDGET`` (too many episodes could not be judged).
         """
-        from ..core.exit_codes import EXIT_ERROR_BUDGET, EXIT_GATE_FAILED
+        from ..core.exit_codes import EXIT_ERROR_BUDGET, EXIT_GATE_FAILED, EXIT_OK
         from ..analysis.metrics import error_budget
 
         if self.is_worker:
-            return 0
+            return EXIT_OK
         if self.settings.failures is not None and self.fork_outcomes:
             from ..engine.failures import record_passes
 
@@ -226,7 +226,7 @@ class NcpSession:
         passed = (self.gate_verdict is None or self.gate_verdict.passed) and self.canaries_passed()
         compared = self.comparison is None or (self.comparison.measurable and not self.comparison.regression)
         ok = passed and self.comparison_error is None and compared
-        return 0 if ok else EXIT_GATE_FAILED
+        return EXIT_OK if ok else EXIT_GATE_FAILED
 
     def _compare(self, baseline: Path) -> None:
         from ..analysis.compare import compare_runs
