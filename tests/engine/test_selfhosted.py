@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import pytest
 
@@ -202,13 +201,12 @@ def test_a_timed_out_request_is_retried_once_at_most():
     with ScriptedModelServer() as server:
         slow = server.add(role="narrator", delay=1.0)
         client = ModelClient(api_base=server.base_url, timeout=0.3, max_retries=4, backoff=0.0)
-        started = time.monotonic()
         with pytest.raises(ModelError) as info:
             complete(client, "narrator", "openai/n", MSG)
-        elapsed = time.monotonic() - started
         port = server.port
+    # Counted, not timed (a busy CI machine stretches any duration): two requests, then the error.
     assert slow.hits == 2, "one retry, not max_retries"
-    assert info.value.attempts == 2 and elapsed < 2.5
+    assert info.value.attempts == 2
     assert "retried once at most" in str(info.value) and f"127.0.0.1:{port}" in str(info.value)
 
 
@@ -234,11 +232,11 @@ def test_the_call_deadline_bounds_retries():
         server.add(role="narrator", status=503)
         client = ModelClient(api_base=server.base_url, timeout=0.5, deadline=0.6, backoff=0.25, max_backoff=0.25,
                              max_retries=50)
-        started = time.monotonic()
         with pytest.raises(ModelError) as info:
             complete(client, "narrator", "openai/n", MSG)
-    assert time.monotonic() - started < 1.5
-    assert "deadline" in str(info.value) and len(server.requests) < 6
+    # With 0.25 s between attempts a 0.6 s deadline leaves room for 3 or 4 of the 51 allowed.
+    assert "deadline" in str(info.value) and 2 <= len(server.requests) < 6
+    assert info.value.attempts == len(server.requests)
 
 
 def test_concurrency_per_endpoint_one_sends_one_request_at_a_time(ncp_model_server):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
-import os
 import threading
 import time
 import urllib.error
@@ -14,11 +13,7 @@ from typing import Any
 
 import pytest
 
-# litellm fetches its model cost map from GitHub at import time unless told not to.
-os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-import litellm  # noqa: E402
-
-from pytest_ncp.testing import (  # noqa: E402
+from pytest_ncp.testing import (
     DEFAULT_REPLIES,
     RecordedRequest,
     Rule,
@@ -26,6 +21,13 @@ from pytest_ncp.testing import (  # noqa: E402
 )
 
 MESSAGES = [{"role": "user", "content": "The guard asks for the password."}]
+
+
+def _litellm():
+    """litellm, imported by the tests that use it (not at collection: the import takes seconds)."""
+    from pytest_ncp.llm import import_litellm  # with the local cost map: no network at import
+
+    return import_litellm()
 
 
 @pytest.fixture
@@ -70,7 +72,7 @@ def content_of(response: dict[str, Any]) -> str:
 
 def complete(server: ScriptedModelServer, **kwargs: Any) -> Any:
     kwargs.setdefault("messages", MESSAGES)
-    return litellm.completion(model="openai/test-model", api_base=server.base_url, api_key="sk-test",
+    return _litellm().completion(model="openai/test-model", api_base=server.base_url, api_key="sk-test",
                               num_retries=0, **kwargs)
 
 
@@ -260,22 +262,31 @@ def test_invalid_json_request_is_400_and_recorded(server):
 
 
 def test_keep_alive_connection_is_reused(server):
+    # http.client reconnects without a word when the server closes the connection, so statuses and the
+    # request count hold either way: the socket itself must be the same one for every request.
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    sockets = []
     try:
         for stream in (False, True, False):
             body = json.dumps({"model": "m", "messages": MESSAGES, "stream": stream})
             conn.request("POST", "/v1/chat/completions", body=body,
                          headers={"Content-Type": "application/json"})
+            sockets.append(conn.sock)
             resp = conn.getresponse()
             assert resp.status == 200
+            assert not resp.will_close
             resp.read()
         server.add(status=429, headers={"Retry-After": "0"})
         conn.request("POST", "/v1/chat/completions", body=json.dumps({"messages": MESSAGES}))
+        sockets.append(conn.sock)
         resp = conn.getresponse()
         assert resp.status == 429
+        assert not resp.will_close
         resp.read()
+        assert conn.sock is sockets[0]  # still open after the last answer
     finally:
         conn.close()
+    assert sockets[0] is not None and all(sock is sockets[0] for sock in sockets)
     assert len(server.requests) == 4
 
 
@@ -322,15 +333,12 @@ def test_delay_latency_and_max_in_flight():
                 errors.append(exc)
 
         threads = [threading.Thread(target=worker) for _ in range(5)]
-        start = time.monotonic()
         for t in threads:
             t.start()
         for t in threads:
             t.join(5)
-        elapsed = time.monotonic() - start
         assert not errors
-        assert server.max_in_flight == 5
-        assert elapsed < 0.45  # answered concurrently, not one after another
+        assert server.max_in_flight == 5  # answered concurrently, not one after another
         assert len(server.requests) == 7
 
 
@@ -345,10 +353,10 @@ def test_stop_twice_and_lifecycle():
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
     conn.request("POST", "/v1/chat/completions", body=json.dumps({"messages": MESSAGES}))
     conn.getresponse().read()
-    start = time.monotonic()
-    server.stop()
-    server.stop()
-    assert time.monotonic() - start < 2
+    stopping = threading.Thread(target=lambda: (server.stop(), server.stop()))
+    stopping.start()
+    stopping.join(30)  # a hang, not a slow machine, is what this catches
+    assert not stopping.is_alive()
     assert not server.running
     conn.close()
     with pytest.raises(urllib.error.URLError):
@@ -388,14 +396,14 @@ def test_litellm_malformed_content_passes_through(server):
 
 def test_litellm_rate_limit_error(server):
     server.add(status=429, headers={"Retry-After": "0.1"})
-    with pytest.raises(litellm.RateLimitError):
+    with pytest.raises(_litellm().RateLimitError):
         complete(server)
     assert server.requests and all(r.status == 429 for r in server.requests)
 
 
 def test_litellm_server_error(server):
     server.add(status=500, reply="boom")
-    with pytest.raises(litellm.InternalServerError):
+    with pytest.raises(_litellm().InternalServerError):
         complete(server, max_retries=0)
     assert server.requests[0].status == 500
 
@@ -412,7 +420,7 @@ def test_litellm_acompletion(server):
     server.add(role="narrator", reply="Async narration.")
 
     async def run() -> Any:
-        return await litellm.acompletion(
+        return await _litellm().acompletion(
             model="openai/test-model", api_base=server.base_url, api_key="sk-test",
             messages=MESSAGES, num_retries=0, extra_headers={"X-NCP-Role": "narrator"})
 
