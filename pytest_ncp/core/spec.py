@@ -13,6 +13,7 @@ from typing import Any, Iterable, Literal, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from .findings import Finding
 from .terms import COMMITMENT_KINDS, GENRES, ID_MAX_LENGTH, ID_PATTERN, MEDIA
 from .world_rules import default_rules
 
@@ -208,15 +209,15 @@ class NarrativeSpec(_Model):
 
 
 @dataclass(frozen=True)
-class SpecProblem:
+class SpecProblem(Finding):
     path: str
     line: int | None
     field: str
     message: str
 
-    def __str__(self) -> str:
-        where = f"{self.path}:{self.line}" if self.line else self.path
-        return f"{where}: {self.field}: {self.message}"
+    @property
+    def what(self) -> str:
+        return self.field
 
 
 class SpecError(Exception):

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
+from ..core.findings import Finding
+
 if TYPE_CHECKING:  # the spec module imports pydantic; the linter only reads its objects
     from ..core.spec import NarrativeSpec
 
@@ -72,15 +74,15 @@ NEGATIONS: frozenset[str] = frozenset("not no never nobody nothing none neither 
 
 
 @dataclass(frozen=True)
-class LintFinding:
+class LintFinding(Finding):
     path: str
     line: int | None
     rule: str
     message: str
 
-    def __str__(self) -> str:
-        where = f"{self.path}:{self.line}" if self.line else self.path
-        return f"{where}: {self.rule}: {self.message}"
+    @property
+    def what(self) -> str:
+        return self.rule
 
 
 # --- words and names -------------------------------------------------------------------------------

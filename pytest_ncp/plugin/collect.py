@@ -137,16 +137,28 @@ def _nodeid(kwargs: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
-class _SpecItem(pytest.Item):
+class _NcpItem(pytest.Item):
+    """What every narrative test shares: the session, and a failure whose message is the whole report."""
+
+    @property
+    def ncp(self) -> NcpSession:
+        return self.config.stash[SESSION_KEY]
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, (NarrativeFailure, EpisodeError)):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, self.name
+
+
+class _SpecItem(_NcpItem):
     def __init__(self, *, spec: NarrativeSpec, repeat: int, **kwargs: Any):
         super().__init__(**_nodeid(kwargs))
         self.spec, self.repeat = spec, repeat
         self.add_marker(MARKER)
         self.result: EpisodeResult | None = None
-
-    @property
-    def ncp(self) -> NcpSession:
-        return self.parent.ncp  # type: ignore[union-attr]
 
     def setup(self) -> None:
         self.result = self.ncp.result(self.spec, self.repeat)
@@ -180,14 +192,6 @@ class _SpecItem(pytest.Item):
         if self.ncp.settings.gate is not None:
             pytest.xfail(headline)
         raise NarrativeFailure(text)
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if isinstance(excinfo.value, (NarrativeFailure, EpisodeError)):
-            return str(excinfo.value)
-        return str(super().repr_failure(excinfo))
-
-    def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, self.name
 
 
 class EpisodeItem(_SpecItem):
@@ -294,7 +298,7 @@ class FailureFile(pytest.File):
         yield ForkItem.from_parent(self, name=f"fork[{stored.name}]", stored=stored)
 
 
-class ForkItem(pytest.Item):
+class ForkItem(_NcpItem):
     """Samples the stored failure's turn ``--ncp-fork-samples`` times from the state before it; passes when
     no sample is a confirmed conflict. Auditor/model errors are unknown outcomes (setup errors)."""
 
@@ -303,10 +307,6 @@ class ForkItem(pytest.Item):
         self.stored = stored
         self.add_marker(MARKER)
         self.outcome: Any = None
-
-    @property
-    def ncp(self) -> NcpSession:
-        return self.config.stash[SESSION_KEY]
 
     def setup(self) -> None:
         from ..engine.fork import ForkError
@@ -337,11 +337,3 @@ class ForkItem(pytest.Item):
             raise NarrativeFailure(printable("\n".join(
                 [f"{self.name}: still failing: {len(bad)} of {len(outcome.results)} sample(s) at turn "
                  f"{self.stored.turn} ({self.stored.path})", *outcome.lines()[1:]])))
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if isinstance(excinfo.value, (NarrativeFailure, EpisodeError)):
-            return str(excinfo.value)
-        return str(super().repr_failure(excinfo))
-
-    def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, self.name
