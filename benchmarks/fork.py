@@ -30,14 +30,14 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pytest_ncp.auditor import LLMAuditor  # noqa: E402
-from pytest_ncp.config import RunConfig  # noqa: E402
-from pytest_ncp.fork import EpisodeState, fork  # noqa: E402
+from pytest_ncp.engine.auditor import LLMAuditor  # noqa: E402
+from pytest_ncp.core.config import RunConfig  # noqa: E402
+from pytest_ncp.engine.fork import EpisodeState, fork  # noqa: E402
 from pytest_ncp.llm import ModelClient  # noqa: E402
-from pytest_ncp.narrators import LLMNarrator  # noqa: E402
-from pytest_ncp.players import ScriptedPlayer  # noqa: E402
-from pytest_ncp.runner import Runner  # noqa: E402
-from pytest_ncp.spec import load_spec  # noqa: E402
+from pytest_ncp.engine.narrators import LLMNarrator  # noqa: E402
+from pytest_ncp.engine.players import ScriptedPlayer  # noqa: E402
+from pytest_ncp.engine.runner import Runner  # noqa: E402
+from pytest_ncp.core.spec import load_spec  # noqa: E402
 from pytest_ncp.testing import ScriptedModelServer  # noqa: E402
 from pytest_ncp.testing.server import NARRATION_DEFAULT  # noqa: E402
 

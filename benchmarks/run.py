@@ -37,11 +37,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pytest_ncp.config import RunConfig  # noqa: E402
+from pytest_ncp.core.config import RunConfig  # noqa: E402
 from pytest_ncp.llm import ModelClient  # noqa: E402
-from pytest_ncp.players import ScriptedPlayer  # noqa: E402
-from pytest_ncp.runner import Runner  # noqa: E402
-from pytest_ncp.spec import parse_spec  # noqa: E402
+from pytest_ncp.engine.players import ScriptedPlayer  # noqa: E402
+from pytest_ncp.engine.runner import Runner  # noqa: E402
+from pytest_ncp.core.spec import parse_spec  # noqa: E402
 from pytest_ncp.testing import ScriptedModelServer  # noqa: E402
 
 CALIGARI = (ROOT / "specs" / "caligari.yaml").read_text()
@@ -66,7 +66,7 @@ def run(n, base, *, turns, pipeline=True, lean=True, workers=1, out=None):
     specs = twins(n)
     cpu, started = time.process_time(), time.perf_counter()
     if workers > 1:
-        from pytest_ncp.workers import run_in_workers
+        from pytest_ncp.engine.workers import run_in_workers
 
         os.environ["NCP_LEAN_CALLS"] = "1" if lean else "0"
         problems = run_in_workers(runner, specs, workers, player_factory=players)

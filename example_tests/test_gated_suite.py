@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import asyncio
 
-from pytest_ncp.config import RunConfig
-from pytest_ncp.metrics import Gate, compute_metrics
-from pytest_ncp.runner import Runner
-from pytest_ncp.spec import load_specs
+from pytest_ncp.core.config import RunConfig
+from pytest_ncp.analysis.metrics import Gate, compute_metrics
+from pytest_ncp.engine.runner import Runner
+from pytest_ncp.core.spec import load_specs
 from pytest_ncp.testing.demo import install_demo_script
 
 SPECS = ["caligari", "nosferatu", "metropolis", "the-general", "gold-rush", "dracula"]

@@ -32,7 +32,7 @@ class ListNarrator:
 @pytest.fixture
 def caligari():
     """A frozen, lint-clean copy of the caligari spec: engine tests do not move when specs/ is rewritten."""
-    from pytest_ncp.spec import load_spec
+    from pytest_ncp.core.spec import load_spec
 
     return load_spec(FIXTURES / "caligari.yaml")
 
@@ -40,10 +40,10 @@ def caligari():
 @pytest.fixture
 def play(ncp_model_server, tmp_path):
     """play(spec, responses, max_turns=..., narrator=..., inputs=...) -> EpisodeResult through the server."""
-    from pytest_ncp.auditor import LLMAuditor
-    from pytest_ncp.episode import Episode
+    from pytest_ncp.engine.auditor import LLMAuditor
+    from pytest_ncp.engine.episode import Episode
     from pytest_ncp.llm import ModelClient
-    from pytest_ncp.players import ScriptedPlayer
+    from pytest_ncp.engine.players import ScriptedPlayer
 
     def run(spec, responses=("The night passes quietly.",), *, max_turns=5, narrator=None, inputs=None,
             trace=True, client=None, **kw):
@@ -67,7 +67,7 @@ def edit(text: str, old: str, new: str) -> str:
 
 def lint(text: str) -> list:
     from pytest_ncp.lint import lint_spec
-    from pytest_ncp.spec import parse_spec
+    from pytest_ncp.core.spec import parse_spec
 
     return lint_spec(parse_spec(text, "s.yaml"))
 

@@ -11,18 +11,18 @@ per step:
 3. ``review``: a person reads the draft and records their review in the spec file.
 
 Everything here is pure (files in, values out; no model calls, no printing), so each step is tested
-on its own; ``pytest_ncp.commands.specs`` wires them to the command line. yaml, pydantic and jinja2
+on its own; ``pytest_ncp.cli.specs`` wires them to the command line. yaml, pydantic and jinja2
 are imported inside the functions that need them.
 """
 
 from __future__ import annotations
 
-from ..terms import GENRES
+from ..core.terms import GENRES
 from .clean import DEFAULT_MIN_WORDS, DROP_REASONS, Candidate, Cleaned, clean, mentions, name_parts, title_key
 from .corpus import CorpusError, CorpusRead, Movie, parse_year, read_corpus
 from .draft import (
-    AUTHOR_RULES, DRAFT_STEP, OWN_FIELDS, DraftRequest, assemble_spec, check_spec_id, draft_messages,
-    draft_problems, draft_response_format, draft_schema, parse_draft_answer, parse_genres, slug,
+    AUTHOR_RULES, DRAFT_ROLE, DRAFT_STEP, OWN_FIELDS, DraftRequest, assemble_spec, check_spec_id, draft_messages,
+    draft_problems, draft_response_format, draft_schema, draft_spec, parse_draft_answer, parse_genres, slug,
 )
 from .genres import GENRE_KEYWORDS, GENRE_TABLE, NON_FICTION_GENRES, map_genre, primary_secondary
 from .layout import WIDTH, render_spec_yaml, review_block
@@ -31,9 +31,9 @@ from .select import DEFAULT_COUNT, ImportReport, import_cmu, read_candidates, se
 
 __all__ = [
     "AUTHOR_RULES", "Candidate", "Cleaned", "CorpusError", "CorpusRead", "DEFAULT_COUNT", "DEFAULT_MIN_WORDS",
-    "DRAFT_STEP", "DROP_REASONS", "DraftRequest", "GENRES", "GENRE_KEYWORDS", "GENRE_TABLE", "ImportReport", "Movie",
+    "DRAFT_ROLE", "DRAFT_STEP", "DROP_REASONS", "DraftRequest", "GENRES", "GENRE_KEYWORDS", "GENRE_TABLE", "ImportReport", "Movie",
     "NON_FICTION_GENRES", "OWN_FIELDS", "REVIEW_CHECKS", "ReviewEditError", "WIDTH", "assemble_spec", "check_spec_id", "clean",
-    "draft_messages", "draft_problems", "draft_response_format", "draft_schema", "import_cmu", "map_genre",
+    "draft_messages", "draft_problems", "draft_response_format", "draft_schema", "draft_spec", "import_cmu", "map_genre",
     "mentions", "name_parts", "outline", "parse_draft_answer", "parse_genres", "parse_year", "primary_secondary",
     "read_candidates", "read_corpus", "render_spec_yaml", "review_block", "select_diverse", "set_review", "slug",
     "spec_problems", "title_key", "write_candidates",

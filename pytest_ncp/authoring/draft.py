@@ -6,13 +6,19 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from ..terms import GENRES, ID_MAX_LENGTH, ID_PATTERN
+from ..core.terms import GENRES, ID_MAX_LENGTH, ID_PATTERN
+from ..llm.structured import NoValidAnswer, ask_json, strip_fences
 from .clean import name_parts, title_key
+from .layout import render_spec_yaml
 from .review import spec_problems
 
+if TYPE_CHECKING:
+    from ..llm import Completion, ModelClient, Role
+
 DRAFT_STEP = "spec_draft"
+DRAFT_ROLE: Role = "author"  # not narrator, player or auditor: sent as X-NCP-Role so a scripted server can tell
 # Spec fields the command fills from what it already knows (or leaves to people: world_rules); the
 # model writes the rest.
 OWN_FIELDS: tuple[str, ...] = ("id", "title", "source", "genres", "review", "world_rules")
@@ -69,7 +75,7 @@ def draft_schema(*, with_genres: bool = False) -> dict[str, Any]:
     up here. Strict structured outputs need every property required, no additional properties and no
     ``$ref``; optional fields stay nullable (``before``/``after``) or may be empty lists.
     """
-    from ..spec import NarrativeSpec
+    from ..core.spec import NarrativeSpec
 
     full = NarrativeSpec.model_json_schema()
     defs = full.get("$defs", {})
@@ -112,8 +118,6 @@ def draft_messages(request: DraftRequest, *, problems: Sequence[str] = (), previ
 
 def parse_draft_answer(text: str) -> tuple[dict[str, Any] | None, list[str]]:
     """The model's JSON answer as a dict, or None and the problem to tell it."""
-    from ..auditor import strip_fences  # models without structured output often wrap JSON in a code fence
-
     try:
         answer = json.loads(strip_fences(text))
     except ValueError as exc:
@@ -183,3 +187,49 @@ def draft_problems(text: str, path: str, request: DraftRequest) -> list[str]:
             problems.insert(0, f"{path}:{line}: player.name: the player must be {request.character!r} "
                                f"(got {spec.player.name!r}); write the spec from that character's point of view")
     return problems
+
+
+async def draft_spec(client: ModelClient, model: str, request: DraftRequest, path: str, *, attempts: int,
+                     report: Callable[[str], Any] = lambda line: None) -> tuple[str | None, list[str]]:
+    """Draft, check, and redraft with the problems: (spec YAML, []) on success, (None, last problems) else.
+
+    Each retry shows the model its previous draft (with line numbers) and what is wrong with it;
+    ``report`` gets one line per attempt.
+    """
+    previous: str | None = None
+
+    def parse(completion: Completion) -> tuple[str | None, list[str]]:
+        nonlocal previous
+        answer, problems = parse_draft_answer(completion.text)
+        if answer is None:
+            previous = completion.text[:8000]
+            return None, problems
+        text = render_spec_yaml(assemble_spec(request, answer))
+        problems = draft_problems(text, path, request)
+        if problems:
+            previous = "\n".join(f"{n:>4}  {line}" for n, line in enumerate(text.splitlines(), 1))
+            return None, problems
+        return text, []
+
+    def retry(messages: list[dict[str, Any]], completion: Completion, problems: list[str]) -> list[dict[str, Any]]:
+        return draft_messages(request, problems=[_for_model(p, path) for p in problems], previous=previous)
+
+    def seen(attempt: int, completion: Completion, problems: list[str]) -> None:
+        if not problems:
+            report(f"attempt {attempt}/{attempts}: valid and lint-clean")
+        else:
+            report(f"attempt {attempt}/{attempts}: {len(problems)} problem(s)"
+                   + ("; asking again" if attempt < attempts else ""))
+
+    try:
+        text = await ask_json(client, DRAFT_ROLE, model, draft_messages(request), parse=parse, attempts=attempts,
+                              retry=retry, step=DRAFT_STEP, response_format=draft_response_format(request),
+                              on_answer=seen)
+    except NoValidAnswer as exc:
+        return None, exc.problems
+    return text, []
+
+
+def _for_model(problem: str, path: str) -> str:
+    # The model sees the draft with line numbers, not the file path.
+    return f"line {problem[len(path) + 1:]}" if problem.startswith(path + ":") else problem

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from .layout import review_block
 
 if TYPE_CHECKING:
-    from ..spec import NarrativeSpec
+    from ..core.spec import NarrativeSpec
 
 # What a reviewer checks by reading, beyond the lint rules (which `ncp specs review` runs itself).
 REVIEW_CHECKS: dict[str, str] = {
@@ -118,7 +118,7 @@ def outline(spec: NarrativeSpec) -> str:
 def spec_problems(text: str, path: str) -> tuple[NarrativeSpec | None, list[str]]:
     """Validation problems, or (when the spec is valid) lint findings, as ``path:line: ...`` lines."""
     from ..lint import lint_spec
-    from ..spec import SpecError, parse_spec
+    from ..core.spec import SpecError, parse_spec
 
     try:
         spec = parse_spec(text, path)

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..terms import GENRES
+from ..core.files import atomic_write_text
+from ..core.terms import GENRES
 from .clean import DEFAULT_MIN_WORDS, DROP_REASONS, Candidate, _id_order, clean
 from .corpus import CorpusError, read_corpus
 
@@ -114,13 +115,7 @@ def import_cmu(plots: str | Path, movies: str | Path, characters: str | Path, *,
 
 
 def write_candidates(path: str | Path, candidates: Iterable[Candidate]) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as out:
-        for c in candidates:
-            out.write(json.dumps(c.to_dict(), ensure_ascii=False) + "\n")
-    tmp.replace(path)
+    atomic_write_text(path, "".join(json.dumps(c.to_dict(), ensure_ascii=False) + "\n" for c in candidates))
 
 
 def read_candidates(path: str | Path) -> list[Candidate]:

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..auditor import Auditor, AuditorError, TurnAudit
+from ..core.files import atomic_write_text
+from ..engine.auditor import Auditor, AuditorError, TurnAudit
 from ..llm import ModelError, Usage, current_episode, current_usage, scrub
 from .goldset import GoldCase
 from .scoring import gold_row
@@ -77,15 +76,8 @@ async def audit_cases(auditor: Auditor, cases: Sequence[GoldCase], *, concurrenc
 
 
 def write_calibration(out_dir: str | Path, data: dict[str, Any]) -> Path:
-    """Write ``calibration.json`` atomically (temp file + rename)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".calibration.", suffix=".json", dir=out)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, ensure_ascii=False)
-        fh.write("\n")
-    os.replace(tmp, out / CALIBRATION_FILE)
-    return out / CALIBRATION_FILE
+    """Write ``calibration.json`` atomically (``core.files.atomic_write_text``)."""
+    return atomic_write_text(Path(out_dir) / CALIBRATION_FILE, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 # --- canaries --------------------------------------------------------------------------------------

@@ -13,8 +13,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ..review import conflicts_of, label_key, load_reviews
-from ..traces import episode_trace, find_spec_file, load_recorded_spec, load_results
+from ..analysis.reviews import conflicts_of, label_key, load_reviews
+from ..analysis.results import load_results
+from ..core.traces import episode_trace, find_spec_file, load_recorded_spec
 
 
 def export_gold(run_dir: str | Path, out_dir: str | Path) -> tuple[list[Path], list[str]]:

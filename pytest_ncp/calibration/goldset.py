@@ -30,7 +30,7 @@ A case file::
         trigger: true                # current node: trigger event happens in this response
         delta: false                 # current node: key delta happens in this response
         added: ["quote", ...]        # a quote of the response for every new fact it establishes: verbatim
-                                     # and substantial (pytest_ncp.quotes.check_quote, as the auditor checks)
+                                     # and substantial (pytest_ncp.core.quotes.check_quote, as the auditor checks)
         negated: [F6]                # active facts the response makes untrue
         satisfied: [C5]              # pending commitments the response fulfils
         tags: [paraphrase]           # hard-case tags (HARD_TAGS)
@@ -46,10 +46,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ..auditor import CONFLICT_TYPES, TurnContext
-from ..ledger import FactLedger
-from ..quotes import check_quote
-from ..spec import NarrativeSpec, SpecError, _line_map, _nearest_line, load_spec
+from ..engine.auditor import CONFLICT_TYPES, TurnContext
+from ..core.ledger import FactLedger
+from ..core.quotes import check_quote
+from ..core.spec import NarrativeSpec, SpecError, _line_map, _nearest_line, load_spec
 
 DEFAULT_SET = "calibration"
 # The paper's hard cases; every case may carry any of them.
@@ -233,7 +233,7 @@ def _load_file(path: Path, spec_dir: Path, gold: GoldSet) -> None:
         problem(("spec",), f"{spec_path} has id {spec.id!r}, expected {data.get('spec')!r}")
     review = data.get("review")
     if review is not None:
-        from ..spec import Review
+        from ..core.spec import Review
 
         try:
             gold.reviews[path.name] = Review.model_validate(review).model_dump(mode="json")

@@ -24,7 +24,7 @@ import random
 import re
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..metrics import wilson
+from ..analysis.metrics import wilson
 
 CONFLICT_TYPES = ("fact", "commitment", "player_input")
 BOOTSTRAP = 2000
@@ -249,8 +249,11 @@ def gold_row(case: Any) -> dict[str, Any]:
     }
 
 
+GATED_ROWS: tuple[str, ...] = ("conflict: any", *(f"conflict: {t}" for t in CONFLICT_TYPES))
+
+
 def gate_problems(summary: Mapping[str, Any], *, min_recall: float | None, min_precision: float | None,
-                  rows: Sequence[str] = ("conflict: any", *(f"conflict: {t}" for t in CONFLICT_TYPES))) -> list[str]:
+                  rows: Sequence[str] = GATED_ROWS) -> list[str]:
     """Which gated rows fall below the thresholds (conflict rows: what decides an episode)."""
     out = []
     for name in rows:

@@ -14,14 +14,15 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from . import LintFinding
+from ..llm.structured import NoValidAnswer, ask_again, ask_json, strip_fences
+from .core import LintFinding
 
 if TYPE_CHECKING:
-    from ..llm import ModelClient
-    from ..spec import NarrativeSpec
+    from ..llm import ModelClient, Role
+    from ..core.spec import NarrativeSpec
 
 LINT_STEP = "spec_lint"
-LINT_ROLE = "author"
+LINT_ROLE: Role = "author"
 MAX_ATTEMPTS = 2
 
 LLM_RULES: dict[str, str] = {
@@ -75,8 +76,6 @@ def _resolve(spec: NarrativeSpec, path: tuple[str | int, ...]) -> bool:
 
 def parse_answer(spec: NarrativeSpec, text: str) -> tuple[list[LintFinding] | None, list[str]]:
     """The findings of one answer, or None and the problems to tell the model."""
-    from ..auditor import strip_fences
-
     try:
         data = json.loads(strip_fences(text))
     except ValueError as exc:
@@ -106,16 +105,13 @@ async def llm_findings(spec: NarrativeSpec, text: str, client: ModelClient, mode
     """Ask ``model`` to review one spec (its file ``text``); raises LLMLintError when no answer is usable."""
     from ..prompts import render
 
-    messages = render("spec_lint", text=text)
-    problems: list[str] = []
-    for _ in range(MAX_ATTEMPTS):
-        completion = await client.complete(LINT_ROLE, model, messages, step=LINT_STEP,
-                                           response_format=response_format(), temperature=0.0)
-        findings, problems = parse_answer(spec, completion.text)
-        if findings is not None:
-            return findings
-        messages = [*messages, {"role": "assistant", "content": completion.text},
-                    {"role": "user", "content": "That answer is invalid: " + "; ".join(problems)
-                     + ". Answer again with JSON that follows the schema."}]
-    raise LLMLintError(f"{spec.path or spec.id}: no usable answer from {model} after {MAX_ATTEMPTS} attempt(s): "
-                       + "; ".join(problems))
+    try:
+        return await ask_json(client, LINT_ROLE, model, render("spec_lint", text=text),
+                              parse=lambda completion: parse_answer(spec, completion.text), attempts=MAX_ATTEMPTS,
+                              retry=_RETRY, step=LINT_STEP, response_format=response_format(), temperature=0.0)
+    except NoValidAnswer as exc:
+        raise LLMLintError(f"{spec.path or spec.id}: no usable answer from {model} after {MAX_ATTEMPTS} "
+                           "attempt(s): " + "; ".join(exc.problems)) from None
+
+
+_RETRY = ask_again(". Answer again with JSON that follows the schema.")

@@ -11,10 +11,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from . import _ABBREVIATIONS, _TITLES, CONTENT_STOPWORDS, LintFinding, _Context, _words, content_words, jaccard
+from .core import (
+    ABBREVIATIONS, CONTENT_STOPWORDS, TITLES, Context, LintFinding, content_words, jaccard, sentence_words,
+)
 
 if TYPE_CHECKING:
-    from ..spec import TrajectoryNode
+    from ..core.spec import TrajectoryNode
 
 MIN_SCRIPTED_INPUTS = 24
 MAX_CLAUSES = 2  # events a trigger or key delta may hold ("X has seen Y and is shaken" is fine; three is not)
@@ -61,10 +63,10 @@ _NAME = r"[A-Z][\w'’-]+(?: [A-Z][\w'’-]+)*"
 _NAME_LIST = re.compile(rf"\b{_NAME}(?:, {_NAME}){{2,}},? and {_NAME}")
 
 
-def _clauses(text: str, cx: _Context) -> int:
+def _clauses(text: str, cx: Context) -> int:
     count = 0
     for part in _CLAUSE_BREAK.split(text):
-        words = [w for w, _ in _words(part)]
+        words = [w for w, _ in sentence_words(part)]
         verb = any(w.lower() in _AUXILIARIES for w in words)
         if not verb:  # a name or pronoun followed by a present or past verb: "Mary falls", "he fled"
             verb = any((a in cx.lexicon or a.lower() in _PRONOUNS) and _VERBISH.fullmatch(b)
@@ -76,18 +78,18 @@ def _clauses(text: str, cx: _Context) -> int:
 _NOT_NAMES = frozenset("mr mrs ms dr miss captain sir lady lord the".split())  # in player names, not the name
 
 
-def _player_pattern(cx: _Context) -> re.Pattern[str] | None:
+def _player_pattern(cx: Context) -> re.Pattern[str] | None:
     tokens = sorted(t for t in cx.player_tokens if t[:1].isupper() and t.lower() not in CONTENT_STOPWORDS
                     and len(t) > 1 and t.lower() not in _NOT_NAMES)
     # Case-sensitive even inside re.I patterns: "the Black Pirate" is not "the pirate captain".
     return re.compile(r"(?-i:\b(?:" + "|".join(map(re.escape, tokens)) + r")\b)(?!['’]s)") if tokens else None
 
 
-def _mask_namesakes(text: str, cx: _Context) -> str:
+def _mask_namesakes(text: str, cx: Context) -> str:
     """Glue a title or another name to a following player name word, so "Lady Macbeth" is not Macbeth."""
     def glue(m: re.Match[str]) -> str:
         word = m.group(1)
-        other = word not in cx.player_tokens and (word.lower().rstrip(".") in _TITLES or word in cx.lexicon)
+        other = word not in cx.player_tokens and (word.lower().rstrip(".") in TITLES or word in cx.lexicon)
         return f"{word}_" if other else m.group(0)
 
     tokens = [t for t in cx.player_tokens if t[:1].isupper()]
@@ -96,7 +98,7 @@ def _mask_namesakes(text: str, cx: _Context) -> str:
     return re.sub(r"\b([A-Z][\w'’-]*\.?) (?=(?:" + "|".join(map(re.escape, tokens)) + r")\b)", glue, text)
 
 
-_ABBREVIATION_DOT = re.compile(r"\b(" + "|".join(sorted(_ABBREVIATIONS)) + r")\.", re.I)
+_ABBREVIATION_DOT = re.compile(r"\b(" + "|".join(sorted(ABBREVIATIONS)) + r")\.", re.I)
 
 
 def _node_text(node: TrajectoryNode) -> str:
@@ -106,7 +108,7 @@ def _node_text(node: TrajectoryNode) -> str:
 # --- the rules ---------------------------------------------------------------------------------------
 
 
-def _multi_event_nodes(cx: _Context) -> list[LintFinding]:
+def _multi_event_nodes(cx: Context) -> list[LintFinding]:
     """A trigger or key delta with three or more clauses, a list of four or more names, or a count of events.
 
     The auditor advances a node when its trigger and key delta both happen, one node per turn: a node
@@ -141,7 +143,7 @@ _GONE_VERB = r"(?:is dead|is killed|dies|has died|vanishes|has vanished|disappea
 _GONE = rf"{{p}}\s+(?:\w+ly\s+)?{_GONE_VERB}|^\s*{{p}}\b[^.;]*?(?:,|\band)\s+(?:then\s+)?{_GONE_VERB}"
 
 
-def _outside_player_view(cx: _Context) -> list[LintFinding]:
+def _outside_player_view(cx: Context) -> list[LintFinding]:
     """A node the player character cannot witness.
 
     Flags a node whose text has the player unconscious or absent ("Meinike knocks Wilson out",
@@ -174,7 +176,7 @@ def _outside_player_view(cx: _Context) -> list[LintFinding]:
         death = gone.search(key_delta)
         if death:
             rest = key_delta[death.end():]
-            if any(w.lower() in _AUXILIARIES or _VERBISH.fullmatch(w) for w, _ in _words(rest)):
+            if any(w.lower() in _AUXILIARIES or _VERBISH.fullmatch(w) for w, _ in sentence_words(rest)):
                 out.append(cx.finding("outside-player-view", ("trajectory", i, "key_delta"), (
                     f"{cx.node_label(i)}: the key delta goes on after {death.group(0)!r}: the player cannot "
                     f"witness what happens after that")))
@@ -187,7 +189,7 @@ _SUBJECT_VERB = re.compile(
     r"can|could|must|may|would|should|will|is|was|has|does|did|stays|remains)\b\s*)*([a-z]+)?")
 
 
-def _invariants_binding_the_player(cx: _Context) -> list[LintFinding]:
+def _invariants_binding_the_player(cx: Context) -> list[LintFinding]:
     """An invariant whose grammatical subject is the player character.
 
     The player character's name (without title), not possessive and not after "only"/"by"/"to"/"than",
@@ -214,7 +216,7 @@ def _invariants_binding_the_player(cx: _Context) -> list[LintFinding]:
             consumed = after.group(0).strip() if after else ""
             verb = after.group(1) if after else None
             modal = consumed and consumed.split()[0] != verb
-            if modal or (verb and (verb in _AUXILIARIES or _VERBISH.fullmatch(verb))):
+            if after is not None and (modal or (verb and (verb in _AUXILIARIES or _VERBISH.fullmatch(verb)))):
                 out.append(cx.finding("invariant-binds-player", ("commitments", i), (
                     f"invariant {c.id} makes the player character {m.group(0)!r} its subject "
                     f"({(m.group(0) + after.group(0)).strip()!r}...): the player decides what they do, feel and "
@@ -224,7 +226,7 @@ def _invariants_binding_the_player(cx: _Context) -> list[LintFinding]:
     return out
 
 
-def _achievements_copying_key_deltas(cx: _Context) -> list[LintFinding]:
+def _achievements_copying_key_deltas(cx: Context) -> list[LintFinding]:
     """An achievement whose content words overlap a node's key delta by COPY_THRESHOLD or more."""
     out = []
     deltas = [(n, content_words(n.key_delta)) for n in cx.spec.trajectory]
@@ -241,11 +243,11 @@ def _achievements_copying_key_deltas(cx: _Context) -> list[LintFinding]:
     return out
 
 
-def _adjacent_orderings_only(cx: _Context) -> list[LintFinding]:
+def _adjacent_orderings_only(cx: Context) -> list[LintFinding]:
     """No ordering whose `before` and `after` nodes are two or more positions apart."""
     orderings = [(i, c) for i, c in enumerate(cx.spec.commitments) if c.kind == "ordering"
                  and c.before in cx.node_index and c.after in cx.node_index]
-    if any(abs(cx.node_index[c.after] - cx.node_index[c.before]) >= 2 for _, c in orderings):
+    if any(abs(cx.node_index[c.after or ""] - cx.node_index[c.before or ""]) >= 2 for _, c in orderings):
         return []
     where = ("commitments", orderings[0][0]) if orderings else ("commitments",)
     what = (f"all {len(orderings)} ordering(s) link neighbouring nodes" if orderings else "there is no ordering")
@@ -263,7 +265,7 @@ _SPECULATION = re.compile(r"\b(?:must|might|may|could|perhaps|maybe|seems?|looks
 _QUOTED = re.compile(r"[\"“][^\"”]*[\"”]")
 
 
-def _inputs_narrating_the_world(cx: _Context) -> list[LintFinding]:
+def _inputs_narrating_the_world(cx: Context) -> list[LintFinding]:
     """A declarative sentence of a scripted input whose subject is not the player.
 
     A sentence (quoted speech removed; split at . ! ? ;) that is not a question, does not start with a
@@ -277,7 +279,7 @@ def _inputs_narrating_the_world(cx: _Context) -> list[LintFinding]:
             sentence = m.group(0).strip()
             if not sentence or sentence.endswith("?"):
                 continue
-            words = [w for w, _ in _words(sentence)]
+            words = [w for w, _ in sentence_words(sentence)]
             if len(words) < 2:
                 continue
             first = words[0].lower().replace("’", "'")
@@ -304,7 +306,7 @@ def _inputs_narrating_the_world(cx: _Context) -> list[LintFinding]:
     return out
 
 
-def _unreachable_final_achievement(cx: _Context) -> list[LintFinding]:
+def _unreachable_final_achievement(cx: Context) -> list[LintFinding]:
     """No scripted input leads to the last node an achievement depends on.
 
     The final node's own words are the content words of its text (description, trigger, key delta)
@@ -333,7 +335,7 @@ def _unreachable_final_achievement(cx: _Context) -> list[LintFinding]:
         f"is new in that node: add inputs that lead the player character there"))]
 
 
-def _too_few_inputs(cx: _Context) -> list[LintFinding]:
+def _too_few_inputs(cx: Context) -> list[LintFinding]:
     n = len(cx.spec.scripted_inputs)
     if n >= MIN_SCRIPTED_INPUTS:
         return []
@@ -343,7 +345,7 @@ def _too_few_inputs(cx: _Context) -> list[LintFinding]:
         f"survival is measured; add inputs (after the last node, keep playing in the world the story left)"))]
 
 
-def _missing_public_domain(cx: _Context) -> list[LintFinding]:
+def _missing_public_domain(cx: Context) -> list[LintFinding]:
     if cx.spec.source.public_domain and cx.spec.source.public_domain.strip():
         return []
     return [cx.finding("missing-public-domain", ("source",), (
@@ -351,9 +353,9 @@ def _missing_public_domain(cx: _Context) -> list[LintFinding]:
         "\"US public domain: published 1843\", \"film copyright not renewed; based on the 1897 novel, PD\")"))]
 
 
-def _restates_world_rule(cx: _Context) -> list[LintFinding]:
+def _restates_world_rule(cx: Context) -> list[LintFinding]:
     """An invariant that contains a signal phrase of a default world rule in force (world_rules.yaml)."""
-    from ..world_rules import default_rules
+    from ..core.world_rules import default_rules
 
     in_force = {c.id for c in cx.spec.world_rule_commitments}
     out = []

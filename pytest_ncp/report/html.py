@@ -16,9 +16,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..metrics import CONFLICT_KINDS, survival_table
-from ..quotes import find_quote  # the project's one quote matcher (re-exported for callers of this module)
-from ..traces import Trace, episode_trace
+from ..analysis.metrics import CONFLICT_KINDS, survival_table
+from ..core.quotes import find_quote  # the project's one quote matcher (re-exported for callers of this module)
+from ..core.traces import Trace, episode_trace
 from .runs import RunData, iter_labels, load_runs, spec_outline
 from .tables import KIND_LABELS, run_rows, sections
 
@@ -184,7 +184,7 @@ def _episode_view(run: RunData, anchor: str, e: Mapping[str, Any]) -> dict[str, 
     nodes = outline["nodes"] if outline else _node_count(e)
     commitment_info = outline["commitments"] if outline else {}
     repeat = int(e.get("repeat", 0) or 0)
-    reviews = [_pick(r, REVIEW_KEYS) for r in iter_labels(run.reviews, e["spec_id"], repeat)]
+    reviews = [p for r in iter_labels(run.reviews, e["spec_id"], repeat) if (p := _pick(r, REVIEW_KEYS)) is not None]
     failure = _pick(e.get("failure"), FAILURE_KEYS, lists=("fact_ids", "commitment_ids"))
     turns = [_turn_view(ev, nodes, reviews) for ev in trace.of("turn")]
     previous = 0
@@ -197,8 +197,8 @@ def _episode_view(run: RunData, anchor: str, e: Mapping[str, Any]) -> dict[str, 
         "progress": e.get("progress"), "satisfied": e.get("satisfied"), "nodes_reached": _number(e.get("nodes_reached")),
         "nodes": nodes, "tokens": _number(e.get("tokens")), "cost_usd": _number(e.get("cost_usd")),
         "failure": failure, "failure_refs": _failure_refs(failure, trace, commitment_info),
-        "failure_reviews": [r for r in reviews if failure and r["turn"] == failure["turn"]
-                            and r["type"] == failure["type"]],
+        "failure_reviews": [r for r in reviews if r["turn"] == failure["turn"] and r["type"] == failure["type"]]
+        if failure else [],
         "error": _pick(e.get("error") or _trace_error(trace), ERROR_KEYS),
         "trace_path": str(trace.path) if trace.path else e.get("trace"), "trace_problem": trace.problem,
         "bad_lines": trace.bad_lines, "turn_views": turns,
@@ -233,7 +233,7 @@ def _pick(value: Any, keys: Sequence[str], lists: Sequence[str] = ()) -> dict[st
     """A record from a file with every key the template reads present (None, or [] for ``lists``)."""
     if not isinstance(value, Mapping):
         return None
-    out = {k: value.get(k) for k in keys}
+    out: dict[str, Any] = {k: value.get(k) for k in keys}
     for k in lists:
         out[k] = [str(x) for x in out[k]] if isinstance(out[k], list) else []
     return out

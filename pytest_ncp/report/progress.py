@@ -8,9 +8,9 @@ import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from ..episode import EpisodeResult
+    from ..engine.episode import EpisodeResult
     from ..llm import Usage
-    from ..runner import RunProgress
+    from ..engine.runner import RunProgress
 
 
 class ProgressDisplay:
@@ -31,7 +31,7 @@ class ProgressDisplay:
                 f"${self.usage.cost_usd:.4f}")
 
     def episode_done(self, result: EpisodeResult) -> None:
-        from ..episode import episode_line
+        from ..engine.episode import episode_line
 
         self.line(episode_line(result))
 

@@ -1,7 +1,7 @@
 """The runs a report shows: each results.json with its label and the review labels beside it.
 
-Reading and checking the files is :mod:`pytest_ncp.traces` (results, traces) and
-:mod:`pytest_ncp.review` (reviews.json); every problem is a ``RunFileError`` naming the file (and
+Reading and checking the files is :mod:`pytest_ncp.analysis.results` and :mod:`pytest_ncp.core.traces` and
+:mod:`pytest_ncp.analysis.reviews` (reviews.json); every problem is a ``RunFileError`` naming the file (and
 line or entry) and what to do, never a traceback. This module adds what only the report needs:
 labels that tell runs apart, the spec outline behind a trace, and the labels of one episode.
 """
@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from ..review import REVIEWS_FILE, load_reviews
-from ..traces import RunFileError, Trace, find_spec_file, load_results, results_path
+from ..analysis.reviews import REVIEWS_FILE, load_reviews
+from ..analysis.results import load_results, results_path
+from ..core.traces import RunFileError, Trace, find_spec_file
 
 
 @dataclass
@@ -109,7 +110,7 @@ def _outline(path: str, mtime: int) -> dict[str, Any] | None:
     key = (path, mtime)
     if key not in _OUTLINES:
         try:
-            from ..spec import load_spec
+            from ..core.spec import load_spec
 
             spec = load_spec(path)
             _OUTLINES[key] = {

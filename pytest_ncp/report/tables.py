@@ -13,8 +13,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from ..metrics import CONFLICT_KINDS, compute_metrics, is_judged, is_narrator_error, survival_table, wilson
-from ..review import dispute_rates
+from ..analysis.metrics import CONFLICT_KINDS, compute_metrics, is_judged, is_narrator_error, survival_table, wilson
+from ..analysis.reviews import dispute_rates
 
 SURVIVAL_TURNS = (10, 20, 50, 100)
 KIND_LABELS = {"fact": "fact", "commitment": "commitment", "player_input": "player input"}
@@ -130,6 +130,14 @@ def _rate(fig: Mapping[str, Any] | None) -> Cell:
     return Cell(_pct(fig["value"]), f"{100 * lo:.1f}-{100 * hi:.1f}")
 
 
+def _survival_at(turn: int) -> Callable[[Mapping[str, Any]], Cell]:
+    return lambda r: _rate(r["survival"][str(turn)])
+
+
+def _conflict_rate(kind: str) -> Callable[[Mapping[str, Any]], Cell]:
+    return lambda r: _rate(r["conflict_rates"][kind])
+
+
 def _num(key: str, fmt: str = "{}") -> Callable[[Row], Cell]:
     return lambda r: Cell("n/a" if r.get(key) is None else fmt.format(r[key]))
 
@@ -149,7 +157,7 @@ def sections(rows: Sequence[Row]) -> list[Section]:
         "Survival: no confirmed conflict or narrator error through turn T (Kaplan-Meier, 95% log-log interval)",
         (label, Column("episodes", lambda r: Cell(f"{r['judged']}" + (f" (+{r['errors']} err)" if r["errors"] else ""))),
          Column("max turns", _num("max_turns")),
-         *(Column(f"survival@{t}", lambda r, t=t: _rate(r["survival"][str(t)])) for t in SURVIVAL_TURNS),
+         *(Column(f"survival@{t}", _survival_at(t)) for t in SURVIVAL_TURNS),
          Column("avg turns", _num("avg_turns", "{:.2f}"))),
         note="Turn limit, script end and unknown outcomes (auditor, model, player errors) are censored at their last "
              "turn; narrator errors are failures. n/a (k of N reached T): fewer than half the episodes were "
@@ -160,7 +168,7 @@ def sections(rows: Sequence[Row]) -> list[Section]:
         Column("progress", lambda r: Cell(_pct(None if r["progress_pct"] is None else r["progress_pct"] / 100))),
         Column("satisfied", lambda r: Cell(_pct(None if r["satisfied_pct"] is None else r["satisfied_pct"] / 100))),
         Column("held", lambda r: Cell(_pct(None if r.get("held_pct") is None else r["held_pct"] / 100))),
-        *(Column(f"{KIND_LABELS[k]} conflicts", lambda r, k=k: _rate(r["conflict_rates"][k])) for k in CONFLICT_KINDS),
+        *(Column(f"{KIND_LABELS[k]} conflicts", _conflict_rate(k)) for k in CONFLICT_KINDS),
     ]
     if any(r.get("pass_k") for r in rows):
         outcomes.append(Column("pass^k", _pass_k))

@@ -10,11 +10,11 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..terminal import one_line, printable
+from ..core.safe_text import one_line, printable
 
 if TYPE_CHECKING:
-    from ..episode import EpisodeResult
-    from ..metrics import GateVerdict
+    from ..engine.episode import EpisodeResult
+    from ..analysis.metrics import GateVerdict
 
 _KIND = {"fact": "fact conflict", "commitment": "commitment conflict", "player_input": "player-input conflict"}
 

@@ -6,6 +6,6 @@ narrator and auditor code can be tested through litellm's real request path with
 
 from __future__ import annotations
 
-from pytest_ncp.testing.server import DEFAULT_REPLIES, RecordedRequest, Rule, ScriptedModelServer
+from .server import DEFAULT_REPLIES, RecordedRequest, Rule, ScriptedModelServer
 
 __all__ = ["DEFAULT_REPLIES", "RecordedRequest", "Rule", "ScriptedModelServer"]

@@ -49,7 +49,7 @@ def request_key(text: str) -> tuple[str, int, str, str] | None:
 def evidence(response: str, words: int = 8) -> str:
     """A quote the auditor's fail-closed rules accept (``quotes.check_quote``): the first run of
     ``words`` words that verifies, else the whole response."""
-    from ..quotes import check_quote
+    from ..core.quotes import check_quote
 
     tokens = response.split()
     for start in range(max(len(tokens) - words, 0) + 1):

@@ -41,8 +41,9 @@ def play(request: RecordedRequest) -> str:
 
 def conflict_check(request: RecordedRequest) -> dict[str, Any]:
     text = request.text
-    turn = int(_TURN.search(text).group(1)) if _TURN.search(text) else 0
-    story = _STORY.search(text).group(1) if _STORY.search(text) else ""
+    turn_match, story_match = _TURN.search(text), _STORY.search(text)
+    turn = int(turn_match.group(1)) if turn_match else 0
+    story = story_match.group(1) if story_match else ""
     narration = _tag(text, "narration") or ""
     facts = _FACT.findall(text)
     roll = _roll(story, turn)
@@ -79,7 +80,7 @@ def fact_update(request: RecordedRequest) -> dict[str, Any]:
 
 def trajectory_update(request: RecordedRequest) -> dict[str, Any]:
     turn = _TURN.search(request.text)
-    done = bool(turn) and int(turn.group(1)) % 2 == 0
+    done = turn is not None and int(turn.group(1)) % 2 == 0
     narration = _tag(request.text, "narration") or ""
     # Progress rests on evidence quoted from the response, as the auditor requires.
     evidence = " ".join(narration.split()[-6:]) if done else "Scripted demo: no progress."

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from pytest_ncp.episode import Termination
+from pytest_ncp.engine.episode import Termination
 
 
 def conflict(kind="fact", facts=("F2",), commitments=(), quote="Alan laughs at the door"):
@@ -103,7 +103,7 @@ def test_a_remembered_trigger_lets_the_key_delta_come_in_a_later_turn(play, cali
     records = [json.loads(line) for line in open(result.trace, encoding="utf-8")]
     assert [r["trigger_turn"] for r in records if r["event"] == "turn"] == [1, 1, None, None]
     assert records[-1]["event"] == "end" and records[-1]["nodes"] == result.nodes
-    from pytest_ncp.episode import EpisodeResult
+    from pytest_ncp.engine.episode import EpisodeResult
 
     assert EpisodeResult.from_trace(caligari, result.trace).nodes == result.nodes
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from pytest_ncp.episode import Termination
+from pytest_ncp.engine.episode import Termination
 
 GOOD = {"conflicts": []}
 BAD_ANSWERS = {
@@ -40,22 +42,33 @@ def test_retry_explains_the_problem_and_a_corrected_answer_is_accepted(play, cal
     assert "F99" in retry.text and "invalid" in retry.text
 
 
-@pytest.mark.parametrize("step,answer", [
-    ("fact_update", {"added": [{"text": "x", "quote": "nowhere in the text"}], "negated": []}),
-    ("fact_update", {"added": [], "negated": [{"fact_id": "F42", "quote": "The fair is loud"}]}),
-    ("commitment_check", {"satisfied": [{"commitment_id": "C99", "evidence": "x"}]}),
-    ("trajectory_update", {"trigger_event_occurred": "maybe", "key_delta_occurred": True, "evidence": "x"}),
-    ("conflict_confirmation", {"explanation": "no verdict"}),
+@pytest.mark.parametrize("step,answer,why", [
+    ("fact_update", {"added": [{"text": "x", "quote": "nowhere in the text"}], "negated": []},
+     "added[0]: quote 'nowhere in the text' does not occur in the narrator's response"),
+    ("fact_update", {"added": [], "negated": [{"fact_id": "F42", "quote": "The fair is loud"}]},
+     "negated[0]: fact_id 'F42' names no active ledger fact"),
+    ("commitment_check", {"satisfied": [{"commitment_id": "C99", "evidence": "x"}]},
+     "satisfied[0]: commitment_id 'C99' names no commitment"),
+    ("trajectory_update", {"trigger_event_occurred": "maybe", "key_delta_occurred": True, "evidence": "x"},
+     "trigger_event_occurred: Input should be a valid boolean"),
+    ("conflict_confirmation", {"explanation": "no verdict"}, "confirmed: Field required"),
 ])
-def test_every_step_fails_closed(play, caligari, ncp_model_server, step, answer):
+def test_every_step_fails_closed(play, caligari, ncp_model_server, step, answer, why):
     if step == "conflict_confirmation":  # only asked about a flagged conflict
         ncp_model_server.add(step="conflict_check", reply={"conflicts": [{
             "type": "fact", "fact_ids": ["F1"], "commitment_ids": [], "quote": "The fair is loud",
             "explanation": "x"}]})
     ncp_model_server.add(step=step, reply=answer)
     result = play(caligari, ["The fair is loud."])
-    assert result.termination is Termination.ERROR
-    assert result.error.kind == "auditor" and step in result.error.message
+    assert result.termination is Termination.ERROR and result.turns == 0
+    assert result.error.kind == "auditor"
+    assert result.error.message.startswith(f"auditor step {step} gave no valid answer after 3 attempt(s): ")
+    assert why in result.error.message
+    # The trace keeps every rejected answer of that step, each with the same reason: retried, never passed.
+    error = next(json.loads(x) for x in open(result.trace, encoding="utf-8") if '"event": "error"' in x)
+    rejected = [a for a in error["rejected_answers"] if a["step"] == step]
+    assert [a["attempt"] for a in rejected] == [1, 2, 3]
+    assert all(why in a["problems"] for a in rejected)
 
 
 def test_garbage_never_counts_as_success(play, caligari, ncp_model_server):

@@ -14,12 +14,12 @@ from collections import defaultdict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_ncp.auditor import LLMAuditor
-from pytest_ncp.episode import Episode
+from pytest_ncp.engine.auditor import LLMAuditor
+from pytest_ncp.engine.episode import Episode
 from pytest_ncp.llm import ModelClient
-from pytest_ncp.metrics import Gate
-from pytest_ncp.players import ScriptedPlayer
-from pytest_ncp.spec import load_spec
+from pytest_ncp.analysis.metrics import Gate
+from pytest_ncp.engine.players import ScriptedPlayer
+from pytest_ncp.core.spec import load_spec
 from pytest_ncp.testing import ScriptedModelServer
 from tests.conftest import SPECS, ListNarrator
 

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from pytest_ncp.auditor import LLMAuditor
-from pytest_ncp.episode import Termination
-from pytest_ncp.fork import EpisodeState, ForkError, fork
+from pytest_ncp.engine.auditor import LLMAuditor
+from pytest_ncp.engine.episode import Termination
+from pytest_ncp.engine.fork import EpisodeState, ForkError, fork
 from pytest_ncp.llm import ModelClient
 
 from tests.conftest import ListNarrator

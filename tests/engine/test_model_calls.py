@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from pytest_ncp.episode import Termination
+from pytest_ncp.engine.episode import Termination
 from pytest_ncp.llm import ModelClient, ModelError
 from tests.conftest import ListNarrator
 
@@ -72,8 +72,8 @@ class Exploding(ListNarrator):
 
 
 def test_narrator_exception_is_an_error_with_traceback_and_other_episodes_go_on(ncp_model_server, tmp_path):
-    from pytest_ncp.runner import RunConfig, Runner
-    from pytest_ncp.spec import parse_spec
+    from pytest_ncp.engine.runner import RunConfig, Runner
+    from pytest_ncp.core.spec import parse_spec
     from tests.conftest import FIXTURES
 
     caligari = (FIXTURES / "caligari.yaml").read_text()

@@ -9,8 +9,8 @@ import textwrap
 import pytest
 
 from pytest_ncp.llm import ModelClient
-from pytest_ncp.narrators import LLMNarrator, MemoryNarrator, NarratorContext, NarratorLoadError, load_narrator
-from pytest_ncp.players import PlayerView, ReplayPlayer, ScriptedPlayer, SimulatedPlayer, make_player
+from pytest_ncp.engine.narrators import LLMNarrator, MemoryNarrator, NarratorContext, NarratorLoadError, load_narrator
+from pytest_ncp.engine.players import PlayerView, ReplayPlayer, ScriptedPlayer, SimulatedPlayer, make_player
 
 
 @pytest.fixture

@@ -11,13 +11,13 @@ import json
 
 import pytest
 
-from pytest_ncp.config import RunConfig
-from pytest_ncp.narrators import LLMNarrator, MemoryNarrator
-from pytest_ncp.players import ScriptedPlayer
-from pytest_ncp.runner import Runner
-from pytest_ncp.snapshot import normalise
-from pytest_ncp.spec import load_spec
-from pytest_ncp.traces import read_trace
+from pytest_ncp.core.config import RunConfig
+from pytest_ncp.engine.narrators import LLMNarrator, MemoryNarrator
+from pytest_ncp.engine.players import ScriptedPlayer
+from pytest_ncp.engine.runner import Runner
+from pytest_ncp.plugin.snapshot import normalise
+from pytest_ncp.core.spec import load_spec
+from pytest_ncp.core.traces import read_trace
 from tests.conftest import FIXTURES, ListNarrator
 
 

@@ -12,11 +12,12 @@ import sys
 import pytest
 
 from pytest_ncp.cli import main
-from pytest_ncp.config import RunConfig
-from pytest_ncp.metrics import wilson
-from pytest_ncp.review import dispute_line, dispute_rates, load_reviews, walk
-from pytest_ncp.runner import Runner
-from pytest_ncp.spec import load_spec
+from pytest_ncp.core.config import RunConfig
+from pytest_ncp.analysis.metrics import wilson
+from pytest_ncp.analysis.reviews import dispute_line, dispute_rates, load_reviews
+from pytest_ncp.report.review_walk import walk
+from pytest_ncp.engine.runner import Runner
+from pytest_ncp.core.spec import load_spec
 from tests.conftest import ROOT, FIXTURES, SPECS
 
 NARRATION = "Alan laughs at the door, alive and well."

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ncp.auditor import LLMAuditor
-from pytest_ncp.config import RunConfig
+from pytest_ncp.engine.auditor import LLMAuditor
+from pytest_ncp.core.config import RunConfig
 from pytest_ncp.llm import ModelClient
-from pytest_ncp.players import ScriptedPlayer
+from pytest_ncp.engine.players import ScriptedPlayer
 from pytest_ncp.report.html import find_quote, highlight, render_html, survival_chart, write_html
 from pytest_ncp.report.runs import load_runs
-from pytest_ncp.runner import Runner
-from pytest_ncp.spec import load_spec
+from pytest_ncp.engine.runner import Runner
+from pytest_ncp.core.spec import load_spec
 from tests.conftest import FIXTURES, SPECS, ListNarrator
 
 SCRIPT = "<script>alert(1)</script>"
@@ -157,7 +157,7 @@ def test_report_is_self_contained(evil_run, tmp_path):
 
 
 def test_survival_curves_one_per_run_step_function(tmp_path):
-    from pytest_ncp.runner import write_results
+    from pytest_ncp.analysis.results import write_results
 
     def episode(spec_id, termination, turns):
         failure = {"turn": turns, "type": "fact"} if termination.startswith("conflict") else None
@@ -233,7 +233,7 @@ def test_report_renders_in_headless_chromium(evil_run, tmp_path):
 
 
 def test_odd_trace_events_cost_their_own_details_not_the_report(tmp_path):
-    from pytest_ncp.runner import write_results
+    from pytest_ncp.analysis.results import write_results
 
     traces = tmp_path / "run" / "traces"
     traces.mkdir(parents=True)

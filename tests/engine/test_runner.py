@@ -8,11 +8,11 @@ import re
 
 import pytest
 
-from pytest_ncp.config import RunConfig
+from pytest_ncp.core.config import RunConfig
 from pytest_ncp.llm import AdaptiveLimiter, ModelClient
-from pytest_ncp.players import ScriptedPlayer
-from pytest_ncp.runner import Runner
-from pytest_ncp.spec import parse_spec
+from pytest_ncp.engine.players import ScriptedPlayer
+from pytest_ncp.engine.runner import Runner
+from pytest_ncp.core.spec import parse_spec
 from tests.conftest import FIXTURES, SPECS, ListNarrator
 
 SECRET = "sk-proj-SECRETSECRET0123456789"

@@ -12,10 +12,10 @@ import random
 import pytest
 
 from pytest_ncp.cli import main
-from pytest_ncp.config import RunConfig
-from pytest_ncp.shards import Shard
-from pytest_ncp.spec import load_specs
-from pytest_ncp.workers import default_workers
+from pytest_ncp.core.config import RunConfig
+from pytest_ncp.engine.shards import Shard
+from pytest_ncp.core.spec import load_specs
+from pytest_ncp.engine.workers import default_workers
 from tests.conftest import SPECS
 
 FEW = [str(SPECS / name) for name in ("caligari.yaml", "aelita.yaml", "ben-hur.yaml", "big-parade.yaml")]

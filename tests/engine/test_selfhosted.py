@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import pytest
 
-from pytest_ncp.auditor import WIRE_SCHEMAS, response_format
-from pytest_ncp.config import DEFAULT_MAX_TOKENS, RunConfig
-from pytest_ncp.episode import Termination
+from pytest_ncp.engine.auditor import WIRE_SCHEMAS, response_format
+from pytest_ncp.core.config import DEFAULT_MAX_TOKENS, RunConfig
+from pytest_ncp.engine.episode import Termination
 from pytest_ncp.llm import ModelClient, ModelError
-from pytest_ncp.runner import Runner
+from pytest_ncp.engine.runner import Runner
 from pytest_ncp.testing import ScriptedModelServer
 from tests.conftest import SPECS, ListNarrator
 
@@ -144,7 +143,7 @@ def test_results_json_records_the_mode_auto_chose(tmp_path):
     with ScriptedModelServer(reject_formats=("json_schema",)) as server:
         config = RunConfig(narrator="unused:X", auditor_model="openai/auditor", api_base=server.base_url, max_turns=1)
         runner = Runner(config, out_dir=tmp_path, narrator_factory=lambda: ListNarrator(["The fair is loud."]))
-        from pytest_ncp.spec import load_spec
+        from pytest_ncp.core.spec import load_spec
 
         asyncio.run(runner.run([load_spec(SPECS / "caligari.yaml")]))
     data = json.loads((tmp_path / "results.json").read_text())
@@ -202,13 +201,12 @@ def test_a_timed_out_request_is_retried_once_at_most():
     with ScriptedModelServer() as server:
         slow = server.add(role="narrator", delay=1.0)
         client = ModelClient(api_base=server.base_url, timeout=0.3, max_retries=4, backoff=0.0)
-        started = time.monotonic()
         with pytest.raises(ModelError) as info:
             complete(client, "narrator", "openai/n", MSG)
-        elapsed = time.monotonic() - started
         port = server.port
+    # Counted, not timed (a busy CI machine stretches any duration): two requests, then the error.
     assert slow.hits == 2, "one retry, not max_retries"
-    assert info.value.attempts == 2 and elapsed < 2.5
+    assert info.value.attempts == 2
     assert "retried once at most" in str(info.value) and f"127.0.0.1:{port}" in str(info.value)
 
 
@@ -234,11 +232,11 @@ def test_the_call_deadline_bounds_retries():
         server.add(role="narrator", status=503)
         client = ModelClient(api_base=server.base_url, timeout=0.5, deadline=0.6, backoff=0.25, max_backoff=0.25,
                              max_retries=50)
-        started = time.monotonic()
         with pytest.raises(ModelError) as info:
             complete(client, "narrator", "openai/n", MSG)
-    assert time.monotonic() - started < 1.5
-    assert "deadline" in str(info.value) and len(server.requests) < 6
+    # With 0.25 s between attempts a 0.6 s deadline leaves room for 3 or 4 of the 51 allowed.
+    assert "deadline" in str(info.value) and 2 <= len(server.requests) < 6
+    assert info.value.attempts == len(server.requests)
 
 
 def test_concurrency_per_endpoint_one_sends_one_request_at_a_time(ncp_model_server):

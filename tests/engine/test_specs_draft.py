@@ -10,7 +10,7 @@ import yaml
 
 from pytest_ncp.cli import main
 from pytest_ncp.authoring import DRAFT_STEP
-from pytest_ncp.spec import parse_spec
+from pytest_ncp.core.spec import parse_spec
 from tests.conftest import FIXTURES
 
 CALIGARI = yaml.safe_load((FIXTURES / "caligari.yaml").read_text())

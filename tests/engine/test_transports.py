@@ -13,10 +13,10 @@ import time
 import pytest
 import yaml
 
-from pytest_ncp.config import RunConfig
+from pytest_ncp.core.config import RunConfig
 from pytest_ncp.llm import ModelClient, ModelError
-from pytest_ncp.players import ScriptedPlayer
-from pytest_ncp.runner import Runner
+from pytest_ncp.engine.players import ScriptedPlayer
+from pytest_ncp.engine.runner import Runner
 from tests.conftest import FIXTURES, ListNarrator
 
 SECRET = "sk-live-0123456789abcdefTRANSPORT"
@@ -135,7 +135,7 @@ def test_cost_comes_from_litellms_cost_map(path, ncp_model_server):
 
 
 def _run(server, out, path, **config):
-    from pytest_ncp.spec import load_spec
+    from pytest_ncp.core.spec import load_spec
 
     settings = dict(narrator="unused:X", auditor_model="openai/auditor", api_base=server.base_url, max_turns=3,
                     record_mode="all", cassettes=str(out / "cassettes"))

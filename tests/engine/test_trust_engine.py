@@ -8,14 +8,15 @@ import json
 import pytest
 
 from pytest_ncp.cli import main
-from pytest_ncp.config import RunConfig
-from pytest_ncp.episode import Termination, episode_line
+from pytest_ncp.core.config import RunConfig
+from pytest_ncp.engine.episode import Termination, episode_line
 from pytest_ncp.llm import ModelClient
-from pytest_ncp.players import ScriptedPlayer, SimulatedPlayer
+from pytest_ncp.engine.players import ScriptedPlayer, SimulatedPlayer
 from pytest_ncp.report.text import failure_text
-from pytest_ncp.review import ConflictItem, _EpisodeRecord, render_conflict
-from pytest_ncp.runner import Runner
-from pytest_ncp.spec import parse_spec
+from pytest_ncp.analysis.reviews import ConflictItem
+from pytest_ncp.report.review_walk import _EpisodeRecord, render_conflict
+from pytest_ncp.engine.runner import Runner
+from pytest_ncp.core.spec import parse_spec
 from tests.conftest import SPECS, ListNarrator
 
 RESPONSES = ["The fair is loud.", "Cesare stirs.", "Alan laughs at the door, alive and well.", "Morning comes."]
@@ -103,8 +104,8 @@ def test_an_empty_narrator_response_is_the_narrators_failure(play, caligari, rep
 def test_an_empty_llm_player_reply_is_a_player_error(play, caligari, ncp_model_server):
     ncp_model_server.add(role="player", contains="What do you do?", reply="   ")
     client = ModelClient(api_base=ncp_model_server.base_url, backoff=0.01, max_backoff=0.05)
-    from pytest_ncp.auditor import LLMAuditor
-    from pytest_ncp.episode import Episode
+    from pytest_ncp.engine.auditor import LLMAuditor
+    from pytest_ncp.engine.episode import Episode
 
     episode = Episode(spec=caligari, narrator=ListNarrator(RESPONSES), player=SimulatedPlayer(
         "natural", "openai/player", client), auditor=LLMAuditor(client, "openai/auditor"), max_turns=3,
@@ -225,7 +226,7 @@ def _runner(server, out, spec_narrator=("The fair is loud.",), **config):
 
 
 def test_resume_refuses_other_settings_with_a_readable_diff_and_force_reruns(ncp_model_server, tmp_path, caligari):
-    from pytest_ncp.runner import ResumeMismatch
+    from pytest_ncp.engine.runner import ResumeMismatch
 
     out = tmp_path / "run"
     asyncio.run(_runner(ncp_model_server, out).run([caligari]))
@@ -246,7 +247,7 @@ def test_resume_refuses_other_settings_with_a_readable_diff_and_force_reruns(ncp
 
 
 def test_resume_refuses_a_changed_spec(ncp_model_server, tmp_path, caligari):
-    from pytest_ncp.runner import ResumeMismatch
+    from pytest_ncp.engine.runner import ResumeMismatch
 
     out = tmp_path / "run"
     asyncio.run(_runner(ncp_model_server, out).run([caligari]))
@@ -274,7 +275,7 @@ def test_ncp_run_resume_refuses_then_force_reruns(tmp_path, capsys):
 
 
 def test_a_cassette_replays_model_text_byte_for_byte(ncp_model_server, tmp_path, monkeypatch):
-    from pytest_ncp.cassette import CassetteTransport
+    from pytest_ncp.llm.cassette import CassetteTransport
 
     # A secret-looking environment value that also happens to be an ordinary word of the narration.
     monkeypatch.setenv("STUDIO_SERVICE_TOKEN", "lanterns")

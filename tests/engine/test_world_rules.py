@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pytest_ncp.episode import Termination
+from pytest_ncp.engine.episode import Termination
 from pytest_ncp.report.text import failure_text
-from pytest_ncp.spec import parse_spec
+from pytest_ncp.core.spec import parse_spec
 from tests.conftest import FIXTURES
 
 RESPONSES = ["The fair is loud.", "Alan walks in, alive again after his murder.", "Morning comes."]

@@ -24,6 +24,8 @@ AGENT = textwrap.dedent('''
             return super().respond(player_input, context)
 ''')
 
+INI = "[pytest]\npythonpath = .\n"
+
 FACT_CONFLICT = {"conflicts": [{"type": "fact", "fact_ids": ["F2"], "commitment_ids": [],
                                 "quote": "The fair is loud", "explanation": "Alan was said to be away."}]}
 
@@ -32,6 +34,9 @@ class Project:
     def __init__(self, pytester: pytest.Pytester, server: Any):
         self.pytester, self.server = pytester, server
         pytester.makepyfile(agent=AGENT)
+        # What a studio does to make its narrator module importable by --ncp-narrator (README): pytest's
+        # own `pythonpath` ini key (tests that write their own ini add it too).
+        pytester.makeini(INI)
         (pytester.path / "specs").mkdir()
         shutil.copy(FIXTURES / "caligari.yaml", pytester.path / "specs" / "caligari.yaml")
 
@@ -68,15 +73,21 @@ class Project:
 
 @pytest.fixture(scope="session", autouse=True)
 def _import_once() -> None:
-    # In-process pytester runs drop the modules they imported when they end; litellm's imports
-    # (email, metadata helpers) then reload half-way and break entry-point discovery for the next
-    # run. Importing the engine here, once, keeps every inner run on the same module objects.
-    import pytest_ncp.collect  # noqa: F401
-    import pytest_ncp.runner  # noqa: F401
-    import pytest_ncp.session  # noqa: F401
-    from pytest_ncp.llm import import_litellm
+    # In-process pytester runs drop the modules they imported when they end; the next run imports them
+    # again beside objects still held from the first (pydantic models, yaml loaders, the aiohttp session
+    # of the lean path), and breaks. Importing the engine and the libraries it loads lazily here, once,
+    # keeps every inner run on the same module objects. litellm is not among them (seconds to import):
+    # every model of these tests is openai/..., which takes the lean path.
+    import aiohttp  # noqa: F401
+    import jinja2  # noqa: F401
+    import yaml  # noqa: F401
 
-    import_litellm()
+    import pytest_ncp.engine.runner  # noqa: F401
+    import pytest_ncp.llm.cassette  # noqa: F401
+    import pytest_ncp.llm.openai_compat  # noqa: F401
+    import pytest_ncp.plugin.collect  # noqa: F401
+    import pytest_ncp.plugin.session  # noqa: F401
+    import pytest_ncp.report.html  # noqa: F401
 
 
 @pytest.fixture

@@ -79,7 +79,7 @@ def test_a_confirmed_conflict_is_stored_small_and_replayed_first(studio):
 
 
 def test_a_stored_failure_whose_spec_changed_is_an_error_naming_the_change(studio):
-    studio.pytester.makeini("[pytest]\nncp_failures = failures\n")  # the ini key, relative to where pytest runs
+    studio.pytester.makeini("[pytest]\npythonpath = .\nncp_failures = failures\n")  # the ini key, relative to where pytest runs
     folder = studio.pytester.path / "failures"
     studio.run(narrator="studio:Breaks", max_turns=5)
     assert (folder / "caligari@t3.jsonl").is_file()
@@ -104,7 +104,7 @@ def test_stored_failures_are_stored_and_run_under_xdist(studio):
 
 
 def test_a_stored_failure_is_an_xdist_scope_of_its_own():
-    from pytest_ncp.collect import episode_scope
+    from pytest_ncp.plugin.xdist import episode_scope
 
     assert episode_scope("failures/caligari@t3.jsonl::fork[caligari@t3]") == \
         "fork::failures/caligari@t3.jsonl::fork[caligari@t3]"

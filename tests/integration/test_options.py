@@ -36,6 +36,7 @@ def test_unloadable_narrator_is_a_usage_error(project):
 def test_ini_keys_configure_the_run_and_the_command_line_wins(project):
     project.pytester.makeini(f"""
         [pytest]
+        pythonpath = .
         ncp_narrator = agent:Narrator
         ncp_api_base = {project.server.base_url}
         ncp_max_turns = 2

@@ -11,6 +11,16 @@ def two_specs_and_a_test(project):
     project.succeed_at(2)
 
 
+def spec_ids(spec_id):
+    """The node ids of one spec's tests: its episode, then one per commitment (C1-C6 in the fixture)."""
+    return [f"specs/{spec_id}.yaml::episode[{spec_id}]",
+            *(f"specs/{spec_id}.yaml::commitment[{spec_id}:C{i}]" for i in range(1, 7))]
+
+
+def collected(result):
+    return sorted(line for line in result.stdout.lines if "::" in line)
+
+
 def test_a_spec_path_selects_only_that_spec(project):
     two_specs_and_a_test(project)
     result = project.run("specs/other.yaml", "--collect-only", "-q")
@@ -31,6 +41,7 @@ def test_a_pasted_node_id_selects_that_test(project):
 def test_a_spec_directory_selects_its_specs(project):
     two_specs_and_a_test(project)
     result = project.run("specs", "--collect-only", "-q")
+    assert collected(result) == sorted(spec_ids("caligari") + spec_ids("other"))
     result.stdout.fnmatch_lines(["14 tests collected*"])
 
 
@@ -44,6 +55,7 @@ def test_a_test_file_path_does_not_drag_in_spec_tests(project):
 def test_without_paths_the_configured_specs_run_beside_the_tests(project):
     two_specs_and_a_test(project)
     result = project.run("--collect-only", "-q")
+    assert collected(result) == sorted(spec_ids("caligari") + spec_ids("other") + ["test_plain.py::test_ok"])
     result.stdout.fnmatch_lines(["15 tests collected*"])
 
 
@@ -51,6 +63,7 @@ def test_specs_outside_the_configured_paths_are_not_collected_by_accident(projec
     project.pytester.mkdir("elsewhere")
     (project.pytester.path / "elsewhere" / "config.yaml").write_text("key: value\n")
     result = project.run("--collect-only", "-q")
+    assert collected(result) == sorted(spec_ids("caligari"))  # nothing from elsewhere/config.yaml
     result.stdout.fnmatch_lines(["7 tests collected*"])
 
 

@@ -41,6 +41,7 @@ def test_bad_model_call_options_are_usage_errors(project, flag, message):
 def test_ini_sets_max_tokens_and_the_command_line_wins(project):
     project.pytester.makeini("""
         [pytest]
+        pythonpath = .
         ncp_max_tokens = auditor=111 narrator=22
         ncp_structured_output = json_object
     """)

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import asyncio
 
-from pytest_ncp.auditor import LLMAuditor
-from pytest_ncp.episode import Episode, Termination
+from pytest_ncp.engine.auditor import LLMAuditor
+from pytest_ncp.engine.episode import Episode, Termination
 from pytest_ncp.llm import ModelClient
-from pytest_ncp.narrators import LLMNarrator
-from pytest_ncp.players import ScriptedPlayer
-from pytest_ncp.spec import load_spec
+from pytest_ncp.engine.narrators import LLMNarrator
+from pytest_ncp.engine.players import ScriptedPlayer
+from pytest_ncp.core.spec import load_spec
 from tests.conftest import SPECS
 
 

@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from pytest_ncp.auditor import response_format
+from pytest_ncp.engine.auditor import response_format
 from pytest_ncp.cli import EXIT_ERROR_BUDGET, EXIT_FAILED, EXIT_OK, main
 from pytest_ncp.llm import ModelClient
 from tests.conftest import SPECS

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_ncp.calibration.scoring import figures, quotes_match, score
-from pytest_ncp.metrics import wilson
+from pytest_ncp.analysis.metrics import wilson
 
 
 def row(gold_conflicts=(), confirmed=(), invalid=False, **gold):

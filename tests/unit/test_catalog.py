@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_ncp.catalog import catalog_markdown
-from pytest_ncp.spec import GENRES, load_specs, parse_spec
+from pytest_ncp.authoring.catalog import catalog_markdown
+from pytest_ncp.core.spec import GENRES, load_specs, parse_spec
 from tests.conftest import FIXTURES, SPECS
 
 GOOD = (FIXTURES / "caligari.yaml").read_text()

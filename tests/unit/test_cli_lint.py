@@ -48,9 +48,17 @@ def test_lint_missing_path_exits_1(capsys):
 
 
 def test_lint_list_rules(capsys):
+    from pytest_ncp.lint import RULES
+    from pytest_ncp.lint.model import LLM_RULES
+
     assert main(["lint", "--list-rules"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].startswith("future-sight ") and "scripted-input-foresight" in out
+    assert out.splitlines()[0].startswith("future-sight ")
+    listed = {line.split()[0] for line in out.splitlines() if line.strip() and not line.startswith(" ")}
+    # Every rule once, with what it checks: the deterministic rules and the model-assisted llm-* ones.
+    assert set(RULES) | set(LLM_RULES) <= listed
+    for rule, text in {**RULES, **LLM_RULES}.items():
+        assert " ".join(text.split()[:4]) in " ".join(out.split()), rule
 
 
 def test_validate_strict_adds_lint_findings(linty, capsys):

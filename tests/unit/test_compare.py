@@ -11,7 +11,7 @@ from fractions import Fraction
 import pytest
 
 from pytest_ncp.cli import main
-from pytest_ncp.compare import agreement, bootstrap_diff_ci, compare_runs, mcnemar_exact, survived_at
+from pytest_ncp.analysis.compare import agreement, bootstrap_diff_ci, compare_runs, mcnemar_exact, survived_at
 from tests.conftest import ROOT
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ncp.ledger import FactLedger, LedgerError
+from pytest_ncp.core.ledger import FactLedger, LedgerError
 
 
 def ledger() -> FactLedger:

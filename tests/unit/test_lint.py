@@ -12,7 +12,7 @@ import pytest
 from pytest_ncp.lint import (
     RULES, LintFinding, content_words, jaccard, lint_paths, name_keys, proper_names, spec_lexicon,
 )
-from pytest_ncp.spec import parse_spec
+from pytest_ncp.core.spec import parse_spec
 from pytest_ncp.lint.story import STORY_RULES
 from tests.conftest import FIXTURES, ROOT, SPECS, edit, line_of, lint
 

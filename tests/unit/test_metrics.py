@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pytest_ncp.metrics import Gate, compute_metrics, kaplan_meier, pass_hat_k, pearson, wilson
+from pytest_ncp.analysis.metrics import Gate, compute_metrics, kaplan_meier, pass_hat_k, pearson, wilson
 
 
 def ep(spec, termination, turns, progress=0.0, satisfied=0.0, repeat=0, tokens=10):

@@ -11,7 +11,7 @@ import yaml
 from pytest_ncp import authoring as P
 from pytest_ncp.authoring import draft as D
 from pytest_ncp.cli import main
-from pytest_ncp.spec import GENRES, NarrativeSpec, parse_spec
+from pytest_ncp.core.spec import GENRES, NarrativeSpec, parse_spec
 from tests.conftest import FIXTURES
 
 CMU = FIXTURES / "cmu"
@@ -92,7 +92,9 @@ def test_import_cmu_names_the_wrong_file(tmp_path, capsys):
 
 
 def test_one_genre_list_one_id_pattern_and_the_old_import_path():
-    from pytest_ncp import pipeline, spec, terms
+    from pytest_ncp import pipeline
+    from pytest_ncp.core import spec
+    from pytest_ncp.core import terms
 
     assert P.GENRES is spec.GENRES is terms.GENRES == GENRES
     assert spec.Id.metadata and any(getattr(m, "pattern", None) == terms.ID_PATTERN for m in spec.Id.metadata)

@@ -4,7 +4,7 @@ import io
 
 from pytest_ncp.llm import Usage
 from pytest_ncp.report.progress import ProgressDisplay
-from pytest_ncp.runner import RunProgress
+from pytest_ncp.engine.runner import RunProgress
 
 
 def test_plain_status_when_not_a_terminal():

@@ -1,4 +1,4 @@
-from pytest_ncp.auditor import quote_in
+from pytest_ncp.engine.auditor import quote_in
 
 RESPONSE = "The door creaks open.  \u201cWho goes there?\u201d the watchman calls \u2014 and Alan steps in."
 

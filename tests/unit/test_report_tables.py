@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from pytest_ncp.cli import main
-from pytest_ncp.metrics import wilson
+from pytest_ncp.analysis.metrics import wilson
 from pytest_ncp.report.runs import load_runs
 from pytest_ncp.report.tables import render_json, render_markdown, render_plain, render_terminal, run_rows
-from pytest_ncp.review import dispute_rates, load_reviews
-from pytest_ncp.traces import RunFileError, load_results
-from pytest_ncp.runner import write_results
+from pytest_ncp.analysis.reviews import dispute_rates, load_reviews
+from pytest_ncp.analysis.results import load_results
+from pytest_ncp.core.traces import RunFileError
+from pytest_ncp.analysis.results import write_results
 
 
 def ep(spec_id, termination="turn_limit", turns=20, *, repeat=0, conflict_turn=None, progress=0.5,

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from pytest_ncp.spec import GENRES, SpecError, load_spec, load_specs, parse_spec, spec_json_schema
+from pytest_ncp.core.spec import GENRES, SpecError, load_spec, load_specs, parse_spec, spec_json_schema
 from tests.conftest import FIXTURES, SPECS
 
 GOOD = (FIXTURES / "caligari.yaml").read_text()

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pytest_ncp.spec import SpecError, parse_spec, spec_json_schema
-from pytest_ncp.world_rules import default_rules
+from pytest_ncp.core.spec import SpecError, parse_spec, spec_json_schema
+from pytest_ncp.core.world_rules import default_rules
 from tests.conftest import ROOT
 
 CLEAN = (ROOT / "tests" / "fixtures" / "lint_clean_spec.yaml").read_text()

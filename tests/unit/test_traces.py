@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from pytest_ncp.traces import (
-    RunFileError, check_results, episode_trace, find_spec_file, load_results, read_trace, resolve_trace,
-    start_event, trace_reference,
+from pytest_ncp.analysis.results import check_results, load_results
+from pytest_ncp.core.traces import (
+    RunFileError, episode_trace, find_spec_file, read_trace, resolve_trace, start_event, trace_reference,
 )
 
 

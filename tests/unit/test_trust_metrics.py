@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ncp.metrics import (
+from pytest_ncp.analysis.metrics import (
     EXIT_ERROR_BUDGET,
     EXIT_GATE_FAILED,
     Gate,
@@ -162,7 +162,7 @@ def test_held_invariants_are_reported_apart_from_satisfied_commitments():
 
 
 def test_compare_refuses_when_too_few_pairs_were_observed_to_the_turn():
-    from pytest_ncp.compare import compare_runs
+    from pytest_ncp.analysis.compare import compare_runs
 
     def run(episodes):
         return {"version": 1, "config": {"max_turns": 20}, "episodes": episodes}
@@ -177,7 +177,7 @@ def test_compare_refuses_when_too_few_pairs_were_observed_to_the_turn():
 
 
 def test_compare_names_each_runs_unmeasured_survival():
-    from pytest_ncp.compare import compare_runs
+    from pytest_ncp.analysis.compare import compare_runs
 
     run = {"version": 1, "config": {"max_turns": 20},
            "episodes": [ep("script_exhausted", 14, spec=f"s{i}") for i in range(4)]}
@@ -186,7 +186,7 @@ def test_compare_names_each_runs_unmeasured_survival():
 
 
 def test_compare_does_not_call_early_failures_alone_a_comparison_at_a_later_turn():
-    from pytest_ncp.compare import compare_runs
+    from pytest_ncp.analysis.compare import compare_runs
 
     # 69 pairs failed early on both sides, 31 scripts ended at turn 14: nothing is known about turn 20,
     # although most pairs are "observed" (as failures); "0% vs 0%, unchanged" would be a fiction.

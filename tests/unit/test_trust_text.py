@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ncp.auditor import parse_answer, quote_in
-from pytest_ncp.llm import _retry_after, scrub
-from pytest_ncp.quotes import check_quote, substantial
+from pytest_ncp.engine.auditor import parse_answer, quote_in
+from pytest_ncp.llm import scrub
+from pytest_ncp.llm.client import _retry_after
+from pytest_ncp.core.quotes import check_quote, substantial
 from pytest_ncp.report.html import find_quote as html_find_quote
-from pytest_ncp.review import highlight
-from pytest_ncp.terminal import one_line, printable
+from pytest_ncp.report.review_walk import highlight
+from pytest_ncp.core.safe_text import one_line, printable
 
 RESPONSE = "Alan\u2014still alive\u2014waves from the other side of the \ufb01eld. The door creaks open."
 

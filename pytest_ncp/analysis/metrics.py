@@ -1,0 +1,384 @@
+"""Run metrics (DESIGN section 4), computed from episode records: the ``episodes`` entries of results.json.
+
+Pure functions over plain dicts, so the same numbers come out of a live run, a results file, or a
+merge of pytest-xdist workers.
+
+Outcomes, as the survival curve sees them:
+
+- a confirmed conflict is an event (a failure) at its turn;
+- a narrator error (the narrator raised, timed out or answered nothing) is the narrator's fault: an
+  event at the turn it could not play (the one after its last completed turn);
+- ``turn_limit``, ``script_exhausted`` and every other error (auditor, model, player: an *unknown*
+  outcome) are right-censored at their last completed turn: nothing is known about later turns;
+- ``success`` survives throughout: the story is complete.
+
+Unknown outcomes are left out of every rate and counted apart, within an error budget.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..core.exit_codes import EXIT_ERROR_BUDGET, EXIT_GATE_FAILED, EXIT_OK
+
+CONFLICT_KINDS = ("fact", "commitment", "player_input")
+Episode = Mapping[str, Any]
+Z95 = 1.959964
+# survival@T is a number only while at least this share of the episodes is still observed at T (reached
+# turn T, or failed before it); beyond that the estimate would rest on the few that happened to last.
+MIN_OBSERVED_SHARE = 0.5
+
+
+def is_error(e: Episode) -> bool:
+    return e["termination"] == "error"
+
+
+def error_kind(e: Episode) -> str | None:
+    return (e.get("error") or {}).get("kind") if is_error(e) else None
+
+
+def is_narrator_error(e: Episode) -> bool:
+    """The narrator raised, timed out or answered nothing: a failure of the narrator, not an unknown."""
+    return error_kind(e) == "narrator"
+
+
+def is_unknown(e: Episode) -> bool:
+    """An error that is not the narrator's (auditor, model, player): the outcome is unknown."""
+    return is_error(e) and not is_narrator_error(e)
+
+
+def is_judged(e: Episode) -> bool:
+    return not is_unknown(e)
+
+
+def is_conflict(e: Episode) -> bool:
+    return str(e["termination"]).startswith("conflict:")
+
+
+def conflict_turn(e: Episode) -> int:
+    failure: Mapping[str, Any] = e.get("failure") or {}
+    return int(failure.get("turn", e["turns"]))
+
+
+def failure_turn(e: Episode) -> int | None:
+    """The turn at which the narrator failed (conflict or narrator error); None when it did not."""
+    if is_conflict(e):
+        return conflict_turn(e)
+    if is_narrator_error(e):
+        return int(e["turns"]) + 1
+    return None
+
+
+def survived_at(e: Episode, turn: int) -> bool | None:
+    """Whether the narrator got through ``turn`` without failing; None when that is unknown (censored)."""
+    failed = failure_turn(e)
+    if failed is not None:
+        return failed > turn
+    if e["termination"] == "success" or int(e["turns"]) >= turn:
+        return True
+    return None
+
+
+@dataclass(frozen=True)
+class SurvivalPoint:
+    """survival@turn with its 95% interval and how many episodes it rests on."""
+
+    turn: int
+    value: float
+    ci: tuple[float, float]
+    reached: int    # episodes still in the story at ``turn`` (at risk there)
+    observed: int   # reached, or failed before ``turn``: their outcome through ``turn`` is known
+    episodes: int
+
+    @property
+    def measurable(self) -> bool:
+        if self.episodes == 0 or self.observed < MIN_OBSERVED_SHARE * self.episodes:
+            return False
+        return self.reached > 0 or self.value == 0.0
+
+    def text(self, digits: int = 1) -> str:
+        """``31.0% (95% CI 22.1%-40.5%)``, or ``n/a (0 of 100 reached turn 20)``: never a number it cannot back."""
+        if not self.measurable:
+            return f"n/a ({self.reached} of {self.episodes} reached turn {self.turn})"
+        lo, hi = self.ci
+        return f"{self.value:.{digits}%} (95% CI {lo:.{digits}%}-{hi:.{digits}%})"
+
+    def to_dict(self) -> dict[str, Any]:
+        ok = self.measurable
+        return {"turn": self.turn, "value": round(self.value, 6) if ok else None,
+                "ci": [round(self.ci[0], 6), round(self.ci[1], 6)] if ok else None,
+                "reached": self.reached, "observed": self.observed, "episodes": self.episodes, "text": self.text()}
+
+
+def survival_table(episodes: Sequence[Episode], max_turn: int, z: float = Z95) -> dict[int, SurvivalPoint]:
+    """Kaplan-Meier S(t) for t = 0..max_turn with Greenwood's variance and the log-log 95% interval.
+
+    S(t) is the probability of no failure (confirmed conflict or narrator error) through turn t.
+    A censored episode is at risk at turns <= its last turn. The interval is S^exp(+-z*sigma) with
+    sigma = sqrt(sum d/(n(n-d))) / |log S| (Kalbfleisch-Prentice); where Greenwood's variance is 0
+    (S = 1: no failure yet) it is the exact binomial bound for no failure among the episodes at risk.
+    """
+    failures: dict[int, int] = defaultdict(int)
+    censored: dict[int, int] = defaultdict(int)
+    forever = 0
+    for e in episodes:
+        failed = failure_turn(e)
+        if failed is not None:
+            failures[failed] += 1
+        elif e["termination"] == "success":
+            forever += 1
+        else:
+            censored[int(e["turns"])] += 1
+    n_all = len(episodes)
+    # at risk at t: failures at >= t, censored at >= t, successes
+    at_risk = n_all
+    failed_before = censored_before = 0
+    s, greenwood = 1.0, 0.0
+    table: dict[int, SurvivalPoint] = {}
+    for t in range(0, max_turn + 1):
+        d = failures.get(t, 0)
+        if d and at_risk:
+            s *= 1.0 - d / at_risk
+            greenwood = math.inf if at_risk == d else greenwood + d / (at_risk * (at_risk - d))
+        observed = n_all - censored_before
+        table[t] = SurvivalPoint(t, s, _log_log_interval(s, greenwood, at_risk, observed, z), at_risk,
+                                 observed, n_all)
+        failed_before += d
+        censored_before += censored.get(t, 0)
+        at_risk -= d + censored.get(t, 0)
+    return table
+
+
+def _log_log_interval(s: float, greenwood: float, at_risk: int, observed: int, z: float) -> tuple[float, float]:
+    alpha = 2 * (1 - _normal_cdf(z))
+    if s >= 1.0:
+        n = max(at_risk, 1)
+        return ((alpha / 2) ** (1 / n), 1.0)
+    if s <= 0.0 or math.isinf(greenwood):
+        n = max(observed, 1)
+        return (0.0, 1 - (alpha / 2) ** (1 / n))
+    sigma = math.sqrt(greenwood) / abs(math.log(s))
+    return (s ** math.exp(z * sigma), s ** math.exp(-z * sigma))
+
+
+def _normal_cdf(x: float) -> float:
+    return 0.5 * (1 + math.erf(x / math.sqrt(2)))
+
+
+def kaplan_meier(episodes: Sequence[Episode], max_turn: int) -> dict[int, float]:
+    """S(t) for t = 0..max_turn (see :func:`survival_table`)."""
+    return {t: p.value for t, p in survival_table(episodes, max_turn).items()}
+
+
+def survival_at(episodes: Sequence[Episode], turn: int) -> SurvivalPoint:
+    return survival_table(episodes, turn)[turn]
+
+
+def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score 95% interval for a proportion; (0, 1) when n is 0."""
+    if n <= 0:
+        return (0.0, 1.0)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def pass_hat_k(episodes: Sequence[Episode], k: int) -> float | None:
+    """pass^k: chance that k repeats of the same spec are all conflict-free, averaged over specs.
+
+    Per spec with n judged repeats of which c passed: C(c, k) / C(n, k). Specs with fewer than k
+    judged repeats are skipped; None when no spec has k.
+    """
+    by_spec: dict[str, list[bool]] = defaultdict(list)
+    for e in episodes:
+        if is_judged(e):
+            by_spec[e["spec_id"]].append(failure_turn(e) is None)
+    values = [math.comb(sum(p), k) / math.comb(len(p), k) for p in by_spec.values() if len(p) >= k]
+    return sum(values) / len(values) if values else None
+
+
+def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """Pearson correlation; None when undefined (fewer than 2 points or a constant series)."""
+    n = len(xs)
+    if n != len(ys) or n < 2:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    if sxx == 0 or syy == 0:
+        return None
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / math.sqrt(sxx * syy)
+
+
+def compute_metrics(episodes: Iterable[Episode], *, survival_turn: int = 20,
+                    max_turn: int | None = None) -> dict[str, Any]:
+    """Every run-level number of DESIGN section 4 (the ``metrics`` object of results.json).
+
+    Rates and means are over judged episodes (everything but unknown outcomes); narrator errors are
+    judged, and count as failures. ``survival_at_<T>`` is None when survival@T is not measurable
+    (``survival_point`` then says how many episodes reached turn T).
+    """
+    episodes = list(episodes)
+    judged = [e for e in episodes if is_judged(e)]
+    n = len(judged)
+    horizon = max([survival_turn, 20, *(int(e["turns"]) + 1 for e in episodes)]) if max_turn is None \
+        else max(max_turn, survival_turn, 20)
+    table = survival_table(episodes, horizon)
+    point, at_20 = table[survival_turn], table[20]
+    rates = {k: (sum(e["termination"] == f"conflict:{k}" for e in judged) / n if n else 0.0)
+             for k in CONFLICT_KINDS}
+    counts = {k: sum(e["termination"] == f"conflict:{k}" for e in judged) for k in CONFLICT_KINDS}
+    narrator_errors = sum(is_narrator_error(e) for e in episodes)
+    unknown = len(episodes) - n
+    repeats = max((int(e.get("repeat", 0)) + 1 for e in episodes), default=1)
+
+    def mean(key: str) -> float:
+        return sum(float(e[key]) for e in judged) / n if n else 0.0
+
+    held = [float(e["held"]) for e in judged if e.get("held") is not None]
+    successes = sum(e["termination"] == "success" for e in judged)
+    return {
+        "episodes": len(episodes),
+        "judged": n,
+        "errors": len(episodes) - sum(not is_error(e) for e in episodes),
+        "narrator_errors": narrator_errors,
+        "unknown": unknown,
+        "error_rate": round(unknown / len(episodes), 6) if episodes else 0.0,
+        "survival": {str(t): round(p.value, 6) for t, p in table.items()},
+        "survival_turn": survival_turn,
+        "survival_point": point.to_dict(),
+        f"survival_at_{survival_turn}": point.to_dict()["value"],
+        "survival_at_20": at_20.to_dict()["value"],
+        "survival_ci": point.to_dict()["ci"],
+        "avg_turns": round(mean("turns"), 4),
+        "progress_pct": round(100 * mean("progress"), 4),
+        "satisfied_pct": round(100 * mean("satisfied"), 4),
+        "held_pct": round(100 * sum(held) / len(held), 4) if held else None,
+        "conflict_rates": {k: round(v, 6) for k, v in rates.items()},
+        "conflict_rate_ci": {k: list(wilson(counts[k], n)) for k in CONFLICT_KINDS},
+        "narrator_error_rate": round(narrator_errors / n, 6) if n else 0.0,
+        "successes": successes,
+        "conflict_free": sum(failure_turn(e) is None for e in judged),
+        "turn_limit": sum(e["termination"] == "turn_limit" for e in judged),
+        "script_exhausted": sum(e["termination"] == "script_exhausted" for e in judged),
+        "pass_k": {str(k): pass_hat_k(episodes, k) for k in range(1, repeats + 1)} if repeats > 1 else {},
+        "tokens": sum(int(e.get("tokens", 0) or 0) for e in episodes),
+        "cost_usd": round(sum(float(e.get("cost_usd", 0) or 0) for e in episodes), 8),
+    }
+
+
+# --- gates: the error budget and the survival gate ----------------------------------------------------
+
+
+
+def parse_error_rate(text: str | float) -> float:
+    """``--max-error-rate``: a share within 0..1 (``0.05``) or a percentage (``5%``)."""
+    raw = str(text).strip()
+    try:
+        value = float(raw.rstrip("%")) / (100 if raw.endswith("%") else 1)
+    except ValueError:
+        raise ValueError(f"invalid error rate {text!r}: expected a share such as 0.05 or 5%") from None
+    if not 0.0 <= value <= 1.0 or math.isnan(value):
+        raise ValueError(f"invalid error rate {text!r}: must be within 0..1 (or 0%..100%)")
+    return value
+
+
+@dataclass(frozen=True)
+class BudgetVerdict:
+    """Unknown outcomes (auditor, model, player errors) against ``--max-error-rate``."""
+
+    unknown: int
+    episodes: int
+    max_rate: float
+
+    @property
+    def rate(self) -> float:
+        return self.unknown / self.episodes if self.episodes else 0.0
+
+    @property
+    def exceeded(self) -> bool:
+        return self.rate > self.max_rate + 1e-12
+
+    def line(self, name: str = "run") -> str:
+        verdict = "EXCEEDED" if self.exceeded else "ok"
+        return (f"ncp error budget {verdict}: {self.unknown} of {self.episodes} episode(s) of the {name} could not "
+                f"be judged (auditor, model or player errors: {self.rate:.1%}) "
+                f"{'>' if self.exceeded else '<='} allowed {self.max_rate:.1%} (--max-error-rate)")
+
+
+def error_budget(episodes: Sequence[Episode], max_rate: float = 0.0) -> BudgetVerdict:
+    return BudgetVerdict(sum(is_unknown(e) for e in episodes), len(episodes), max_rate)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """``--ncp-min-survival=RATE[@TURN]``: the session passes when survival@TURN >= RATE."""
+
+    rate: float
+    turn: int = 20
+
+    @classmethod
+    def parse(cls, text: str) -> Gate:
+        rate_s, _, turn_s = text.strip().partition("@")
+        try:
+            rate = float(rate_s.rstrip("%")) / (100 if rate_s.endswith("%") else 1)
+            turn = int(turn_s) if turn_s else 20
+        except ValueError:
+            raise ValueError(f"invalid survival gate {text!r}: expected RATE[@TURN], e.g. 0.4@20 or 40%@20") from None
+        if not 0.0 <= rate <= 1.0 or turn < 0:
+            raise ValueError(f"invalid survival gate {text!r}: RATE must be within 0..1 (or 0%..100%), TURN >= 0")
+        return cls(rate, turn)
+
+    def check(self, episodes: Sequence[Episode], max_error_rate: float = 0.0) -> GateVerdict:
+        """Passes only when the error budget holds, survival@TURN is measurable, and it is >= RATE."""
+        point = survival_at(list(episodes), self.turn)
+        budget = error_budget(episodes, max_error_rate)
+        passed = not budget.exceeded and point.measurable and point.value >= self.rate
+        return GateVerdict(self, point, budget, sum(is_narrator_error(e) for e in episodes), passed)
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    gate: Gate
+    point: SurvivalPoint
+    budget: BudgetVerdict
+    narrator_errors: int
+    passed: bool
+
+    @property
+    def measured(self) -> float | None:
+        return self.point.value if self.point.measurable else None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return self.point.ci if self.point.measurable else None
+
+    @property
+    def decided(self) -> bool:
+        return not self.budget.exceeded and self.point.measurable
+
+    @property
+    def exit_code(self) -> int:
+        if self.passed:
+            return EXIT_OK
+        return EXIT_ERROR_BUDGET if self.budget.exceeded else EXIT_GATE_FAILED
+
+    def line(self) -> str:
+        t = self.gate.turn
+        if self.budget.exceeded:
+            b = self.budget
+            return (f"ncp survival gate FAILED: cannot decide: {b.unknown} of {b.episodes} episode(s) could not be "
+                    f"judged ({b.rate:.1%} > error budget {b.max_rate:.1%}); see the errors above")
+        if not self.point.measurable:
+            return (f"ncp survival gate FAILED: cannot decide: survival@{t} is {self.point.text()}; too few "
+                    f"episodes were observed up to turn {t} (run more turns, or gate on an earlier turn)")
+        errors = f", {self.narrator_errors} narrator error(s) counted as failures" if self.narrator_errors else ""
+        verdict = "PASSED" if self.passed else "FAILED"
+        return (f"ncp survival gate {verdict}: survival@{t} = {self.point.text()}, {self.point.observed} of "
+                f"{self.point.episodes} episode(s) observed to turn {t}{errors}; "
+                f"{'>=' if self.passed else '<'} required {self.gate.rate:.1%}")

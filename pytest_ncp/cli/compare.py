@@ -1,0 +1,146 @@
+"""``ncp compare`` and ``ncp agree``: is a new run worse than a baseline, and do two auditors agree?
+
+    ncp compare BASE NEW            paired survival test; exit 1 on a significant drop, 6 over the error budget
+    ncp agree RUN_A RUN_B [...]     auditor agreement: Pearson r of per-episode turns, profiles side by side
+
+The work is in :mod:`pytest_ncp.analysis.compare`; this module parses options, reads files and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from .common import EXIT_ERROR_BUDGET, EXIT_FAILED, EXIT_OK, error_rate, positive, usage, whole_number
+
+
+def register(sub: Any) -> None:
+    _non_negative = whole_number(0)
+
+    p = sub.add_parser("compare", help="is NEW worse than BASE? paired survival test, exit 1 on a significant drop",
+                       description="Pair the episodes of two runs on (spec_id, repeat), list newly failing "
+                                   "episodes and commitments, and test the change in survival@TURN (exact "
+                                   "McNemar, paired bootstrap 95% CI). Exit 1 when NEW is worse with "
+                                   "p < ALPHA or when no pair can be compared; exit 6 when either run has "
+                                   "more unknown outcomes (auditor, model, player errors) than --max-error-rate "
+                                   "allows; 0 otherwise.")
+    p.add_argument("base", metavar="BASE", help="baseline run: a run directory or its results.json")
+    p.add_argument("new", metavar="NEW", help="new run: a run directory or its results.json")
+    p.add_argument("--turn", type=_non_negative, default=20, help="turn of the survival figure (default 20)")
+    p.add_argument("--alpha", type=_alpha, default=0.05, help="significance level (default 0.05)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--resamples", type=positive, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--specs", nargs="+", metavar="PATH",
+                   help="spec files or directories, for commitment kinds (default: the traces' spec paths)")
+    p.add_argument("--max-error-rate", metavar="RATE", type=error_rate, default=0.0,
+                   help="share of episodes of either run allowed to end in an auditor, model or player error, "
+                        "e.g. 0.05 or 5%%; above it compare exits 6 (default 0: any such error)")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("agree", help="auditor agreement between runs of the same transcripts",
+                       description="Pairwise Pearson correlation of per-episode turns between runs (e.g. the "
+                                   "same transcripts re-audited by different auditor models) and each run's "
+                                   "conflict profile side by side.")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="two or more run directories or results.json files")
+    p.add_argument("--turn", type=_non_negative, default=20, help="turn of the survival column (default 20)")
+    p.set_defaults(func=cmd_agree)
+
+
+def _alpha(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number such as 0.05, got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (exclusive), got {value}")
+    return value
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from ..analysis.compare import compare_runs
+    from ..analysis.results import load_results, results_path
+    from ..core.traces import RunFileError
+
+    try:
+        base, new = load_results(args.base), load_results(args.new)
+        kinds = _commitment_kinds(args.specs, [(new, results_path(args.new).parent),
+                                               (base, results_path(args.base).parent)])
+        result = compare_runs(base, new, turn=args.turn, alpha=args.alpha, seed=args.seed,
+                              resamples=args.resamples, kinds=kinds)
+    except (RunFileError, ValueError) as exc:
+        return usage(str(exc))
+    lines = result.lines()
+    print(lines[0])
+    print(f"  base: {results_path(args.base)} ({_describe(base)})")
+    print(f"  new:  {results_path(args.new)} ({_describe(new)})")
+    print("\n".join(lines[1:]))
+    from ..analysis.metrics import error_budget
+
+    budgets = [(name, error_budget(run["episodes"], args.max_error_rate)) for name, run in (("base", base), ("new", new))]
+    for name, budget in budgets:
+        if budget.unknown or budget.exceeded:
+            print(budget.line(f"{name} run"))
+    if any(b.exceeded for _, b in budgets):
+        return EXIT_ERROR_BUDGET
+    if not result.measurable:
+        return EXIT_FAILED  # no evidence either way: never a pass
+    return EXIT_FAILED if result.regression else EXIT_OK
+
+
+def _describe(run: dict[str, Any]) -> str:
+    c = run.get("config") or {}
+    models = c.get("models") or {}
+    return (f"{len(run['episodes'])} episode(s); narrator {c.get('narrator') or '?'}"
+            f"{' / ' + models['narrator'] if models.get('narrator') else ''}, player {c.get('player') or '?'}, "
+            f"auditor {c.get('auditor_model') or '?'}")
+
+
+def _commitment_kinds(spec_paths: list[str] | None,
+                      runs: list[tuple[dict[str, Any], Path]]) -> dict[str, dict[str, str]] | None:
+    """spec_id -> commitment_id -> kind, from --specs or from the spec files the traces recorded.
+
+    None when no spec file could be read (compare then reports violations only).
+    """
+    from ..core.spec import SpecError, load_specs
+    from ..core.traces import load_recorded_spec, resolve_trace, start_event
+
+    if spec_paths:
+        try:
+            specs, errors = load_specs(spec_paths)
+        except SpecError as exc:
+            raise ValueError(str(exc)) from None
+        for err in errors:
+            print(err, file=sys.stderr)
+        return {s.id: {c.id: c.kind for c in s.all_commitments} for s in specs} or None
+    kinds: dict[str, dict[str, str]] = {}
+    for run, run_dir in runs:
+        for e in run["episodes"]:
+            if e["spec_id"] in kinds:
+                continue
+            trace = resolve_trace(e.get("trace"), run_dir)
+            start = start_event(trace) if trace else None
+            spec = load_recorded_spec(start.get("spec_path") if start else None, run_dir)
+            if spec is not None and spec.id == e["spec_id"]:
+                kinds[spec.id] = {c.id: c.kind for c in spec.all_commitments}
+    return kinds or None
+
+
+# --- agree ------------------------------------------------------------------------------------------
+
+
+def cmd_agree(args: argparse.Namespace) -> int:
+    from ..analysis.compare import agreement
+    from ..analysis.results import load_results
+    from ..core.traces import RunFileError
+
+    if len(args.runs) < 2:
+        return usage("agree needs at least two runs (e.g. the same transcripts re-audited by two auditors)")
+    try:
+        runs = [load_results(r) for r in args.runs]
+        result = agreement(runs, [str(r) for r in args.runs], turn=args.turn)
+    except (RunFileError, ValueError) as exc:
+        return usage(str(exc))
+    print("\n".join(result.lines()))
+    return EXIT_OK

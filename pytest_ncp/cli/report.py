@@ -1,0 +1,74 @@
+"""``ncp report RESULTS.json [more.json ...]``: the paper's tables, and a self-contained HTML report.
+
+    ncp report runs/a/results.json runs/b              tables in the terminal, one row per run
+    ncp report runs/a --markdown >> "$GITHUB_STEP_SUMMARY"
+    ncp report runs/a --json                           the computed rows, for dashboards
+    ncp report runs/a runs/b --html report.html        one file: tables, curves, every episode
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+from pathlib import Path
+
+from .common import EXIT_OK, EXIT_USAGE
+
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "report", help="tables of one or more runs (terminal, --markdown, --json) and an --html report",
+        description="Print the NCP-Bench tables of one or more results.json files (or run folders), one row "
+                    "per run; optionally write a self-contained HTML report with every episode, turn by turn.")
+    p.add_argument("results", nargs="+", metavar="RESULTS",
+                   help="results.json files, or the run folders holding them")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--markdown", action="store_true", help="GitHub-flavoured Markdown (for $GITHUB_STEP_SUMMARY)")
+    fmt.add_argument("--json", action="store_true", help="the computed rows as JSON (for dashboards)")
+    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report to FILE")
+    p.add_argument("--label", action="append", metavar="NAME",
+                   help="name of a run in the tables, once per RESULTS in order (default: narrator (model))")
+    p.add_argument("--calibration", action="append", default=[], metavar="FILE",
+                   help="calibration.json of `ncp calibrate` (or its folder) to add to the HTML report; one beside "
+                        "a results.json is found without this")
+    p.add_argument("--title", default="NCP-Bench report", help="heading of the Markdown and HTML reports")
+    p.set_defaults(func=cmd_report)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from ..report.runs import load_runs
+    from ..report.tables import render_json, render_markdown, render_terminal, run_rows
+    from ..core.traces import RunFileError
+
+    try:
+        runs = load_runs(args.results, args.label)
+    except RunFileError as exc:
+        print(f"ncp report: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    rows = [run_rows(r.results, r.label, reviews=r.reviews) for r in runs]
+    if args.json:
+        sys.stdout.write(render_json(rows))
+    elif args.markdown:
+        sys.stdout.write(render_markdown(rows, title=args.title))
+    else:
+        sys.stdout.write(render_terminal(rows))
+    if args.html:
+        from ..report.html import find_calibrations, render_html
+
+        out = Path(args.html)
+        try:
+            calibrations = find_calibrations(runs, args.calibration)
+        except (OSError, ValueError) as exc:
+            print(f"ncp report: error: cannot read a calibration file: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(render_html(runs, title=args.title, calibrations=calibrations), encoding="utf-8")
+        except OSError as exc:
+            print(f"ncp report: error: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_USAGE
+        # stderr: stdout may be JSON or Markdown being piped somewhere.
+        print(f"html report: {out}", file=sys.stderr)
+    return EXIT_OK

@@ -1,0 +1,410 @@
+"""The fixed audit protocol (DESIGN section 3) with the wire contract of DESIGN 7.1.
+
+Per turn, four structured calls judge the same narrator response: conflict check, fact update,
+trajectory update and commitment check. They are independent reads of one response, so they run
+concurrently (one model round trip of latency); a confirmation call follows for every flagged
+conflict. The episode commits the fact update only when no conflict is confirmed.
+
+Fail closed: an answer that is not JSON, misses a field, has a value of the wrong type (parsing is
+strict: ``"no"`` or ``0`` is not a boolean), names an unknown id or quotes text that is not a
+substantial span of the response is retried with the problem explained; when retries run out the
+turn raises ``AuditorError``, which ends the episode as ``error`` and is never a pass or a narrator
+conflict. Added facts, trajectory advances and commitment satisfactions all rest on quotes verified
+by the project's one quote matcher (:mod:`pytest_ncp.core.quotes`). A confirmed conflict stands whatever
+another step of the same turn answered: that step's failure is recorded in the turn's verdicts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, Sequence
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..core.ledger import LedgerFact
+from ..llm import Completion, ModelClient
+from ..llm.structured import NoValidAnswer, ask_again, ask_json, strip_fences
+from ..prompts import PROMPT_VERSION, render
+from ..core.quotes import check_quote, quote_in  # noqa: F401 - quote_in is part of this module's API
+from ..core.spec import NarrativeSpec
+
+ConflictType = Literal["fact", "commitment", "player_input"]
+CONFLICT_TYPES: tuple[str, ...] = ("fact", "commitment", "player_input")
+CommitmentState = Literal["PENDING", "SATISFIED", "VIOLATED"]
+
+STEPS = ("conflict_check", "conflict_confirmation", "fact_update", "trajectory_update", "commitment_check")
+
+
+# --- answers on the wire (extra fields allowed, the listed ones required) -------------------------
+
+
+class _Answer(BaseModel):
+    # strict: no lax coercion, so "no", 0 or "off" is an invalid boolean, not False.
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True)
+
+
+class Conflict(_Answer):
+    type: ConflictType
+    fact_ids: list[str]
+    commitment_ids: list[str]
+    quote: str
+    explanation: str
+
+
+class ConflictCheck(_Answer):
+    conflicts: list[Conflict]
+
+
+class Confirmation(_Answer):
+    confirmed: bool
+    explanation: str
+
+
+class AddedFact(_Answer):
+    text: str
+    quote: str
+
+
+class NegatedFact(_Answer):
+    fact_id: str
+    quote: str
+
+
+class FactUpdate(_Answer):
+    added: list[AddedFact]
+    negated: list[NegatedFact]
+
+
+class TrajectoryUpdate(_Answer):
+    trigger_event_occurred: bool
+    key_delta_occurred: bool
+    evidence: str
+
+    @property
+    def advanced(self) -> bool:
+        return self.trigger_event_occurred and self.key_delta_occurred
+
+
+class SatisfiedCommitment(_Answer):
+    commitment_id: str
+    evidence: str
+
+
+class CommitmentCheck(_Answer):
+    satisfied: list[SatisfiedCommitment]
+
+
+ANSWER_MODELS: dict[str, type[_Answer]] = {
+    "conflict_check": ConflictCheck,
+    "conflict_confirmation": Confirmation,
+    "fact_update": FactUpdate,
+    "trajectory_update": TrajectoryUpdate,
+    "commitment_check": CommitmentCheck,
+}
+
+
+def _obj(properties: dict[str, Any]) -> dict[str, Any]:
+    # Strict structured outputs require every property listed and no additional ones.
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+_STR = {"type": "string"}
+_BOOL = {"type": "boolean"}
+_IDS = {"type": "array", "items": _STR}
+
+WIRE_SCHEMAS: dict[str, dict[str, Any]] = {
+    "conflict_check": _obj({"conflicts": {"type": "array", "items": _obj({
+        "type": {"type": "string", "enum": list(CONFLICT_TYPES)},
+        "fact_ids": _IDS, "commitment_ids": _IDS, "quote": _STR, "explanation": _STR})}}),
+    "conflict_confirmation": _obj({"confirmed": _BOOL, "explanation": _STR}),
+    "fact_update": _obj({
+        "added": {"type": "array", "items": _obj({"text": _STR, "quote": _STR})},
+        "negated": {"type": "array", "items": _obj({"fact_id": _STR, "quote": _STR})}}),
+    "trajectory_update": _obj({"trigger_event_occurred": _BOOL, "key_delta_occurred": _BOOL, "evidence": _STR}),
+    "commitment_check": _obj({"satisfied": {"type": "array", "items": _obj({
+        "commitment_id": _STR, "evidence": _STR})}}),
+}
+
+
+def response_format(step: str) -> dict[str, Any]:
+    return {"type": "json_schema", "json_schema": {"name": step, "schema": WIRE_SCHEMAS[step], "strict": True}}
+
+
+# --- what one turn's audit sees and produces ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    """Everything an audit of turn t reads: the state, not the transcript (prompts stay bounded)."""
+
+    spec: NarrativeSpec
+    turn: int
+    player_input: str | None  # None for the opening narration (turn 0)
+    response: str
+    facts: Sequence[LedgerFact]
+    node_index: int
+    commitment_states: dict[str, CommitmentState]
+    previous_response: str | None = None
+    # The turn at which the current node's trigger event happened, when that was an earlier turn:
+    # its key delta may come now (DESIGN section 3, step 3).
+    trigger_turn: int | None = None
+
+
+@dataclass(frozen=True)
+class ConfirmedConflict:
+    conflict: Conflict
+    confirmation: Confirmation
+
+
+@dataclass
+class TurnAudit:
+    """The verdicts of one turn, validated against the ledger, the spec and the response."""
+
+    turn: int
+    flagged: list[Conflict] = field(default_factory=list)
+    confirmations: list[Confirmation] = field(default_factory=list)
+    fact_update: FactUpdate | None = None
+    trajectory: TrajectoryUpdate | None = None  # None when the trajectory is already complete
+    commitments: CommitmentCheck | None = None  # None when nothing is pending
+    calls: list[Completion] = field(default_factory=list)
+    # step -> why it gave no valid answer, on a turn whose confirmed conflict stands regardless
+    step_errors: dict[str, str] = field(default_factory=dict)
+    # Answers that failed parsing or verification (each later retried): {step, answer, problems, ...}.
+    rejected_answers: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def confirmed(self) -> list[ConfirmedConflict]:
+        return [ConfirmedConflict(c, v) for c, v in zip(self.flagged, self.confirmations) if v.confirmed]
+
+    @property
+    def rejected(self) -> list[ConfirmedConflict]:
+        return [ConfirmedConflict(c, v) for c, v in zip(self.flagged, self.confirmations) if not v.confirmed]
+
+    def verdicts(self) -> dict[str, Any]:
+        """Plain data of every verdict (what traces store and snapshots compare)."""
+        return {
+            "turn": self.turn,
+            "conflict_check": {"conflicts": [c.model_dump() for c in self.flagged]},
+            "conflict_confirmation": [v.model_dump() for v in self.confirmations],
+            "fact_update": self.fact_update.model_dump() if self.fact_update else None,
+            "trajectory_update": self.trajectory.model_dump() if self.trajectory else None,
+            "commitment_check": self.commitments.model_dump() if self.commitments else None,
+            **({"step_errors": dict(self.step_errors)} if self.step_errors else {}),
+        }
+
+
+class AuditorError(Exception):
+    """The auditor could not produce a valid verdict: an infrastructure error, not a narrator failure.
+
+    ``audit`` (set by ``LLMAuditor.audit``) is the turn's partial audit: its calls and every rejected
+    answer, so the trace of the errored turn shows what the auditor said and why it was refused.
+    """
+
+    audit: TurnAudit | None = None
+
+    def __init__(self, step: str, problems: Sequence[str], answers: Sequence[str] = ()):
+        self.step, self.problems, self.answers = step, list(problems), list(answers)
+        super().__init__(f"auditor step {step} gave no valid answer after {len(self.answers) or 1} attempt(s): "
+                         + "; ".join(self.problems))
+
+
+class Auditor(Protocol):
+    """What the episode needs from an auditor. ``LLMAuditor`` is the fixed protocol; tests may swap it."""
+
+    async def audit(self, ctx: TurnContext) -> TurnAudit: ...
+
+
+# --- the LLM auditor ----------------------------------------------------------------------------
+
+
+@dataclass
+class LLMAuditor:
+    client: ModelClient
+    model: str
+    max_attempts: int = 3
+    temperature: float = 0.0
+    prompt_version: str = PROMPT_VERSION
+
+    async def audit(self, ctx: TurnContext) -> TurnAudit:
+        audit = TurnAudit(turn=ctx.turn)
+        try:
+            return await self._audit(ctx, audit)
+        except Exception as exc:
+            # The episode records the partial audit (rejected answers, calls) of an errored turn.
+            exc.audit = audit  # type: ignore[attr-defined]
+            raise
+
+    async def _audit(self, ctx: TurnContext, audit: TurnAudit) -> TurnAudit:
+        pending = [c for c in ctx.spec.commitments if ctx.commitment_states.get(c.id) == "PENDING"
+                   and c.kind != "invariant"]
+        node = ctx.spec.trajectory[ctx.node_index] if ctx.node_index < len(ctx.spec.trajectory) else None
+        base = self._variables(ctx)
+
+        jobs: dict[str, Any] = {
+            "conflict_check": self._ask("conflict_check", audit, **base),
+            "fact_update": self._ask("fact_update", audit, **base),
+        }
+        if node is not None:
+            jobs["trajectory_update"] = self._ask("trajectory_update", audit, node=node, **base)
+        if pending:
+            jobs["commitment_check"] = self._ask(
+                "commitment_check", audit, pending=[self._commitment_view(c, ctx) for c in pending], **base)
+        results = await _gather(jobs)
+        check = results["conflict_check"]
+        if isinstance(check, BaseException):
+            raise check
+        audit.flagged = list(check.conflicts)
+        if audit.flagged:
+            confirmations = await _gather({
+                str(i): self._ask("conflict_confirmation", audit, conflict=c, **base)
+                for i, c in enumerate(audit.flagged)
+            })
+            answered = [(c, confirmations[str(i)]) for i, c in enumerate(audit.flagged)]
+            failed_confirmations = {f"conflict_confirmation[{i}]": v for i, (_, v) in enumerate(answered)
+                                    if isinstance(v, BaseException)}
+            kept = [(c, v) for c, v in answered if not isinstance(v, BaseException)]
+            if failed_confirmations and not any(v.confirmed for _, v in kept):
+                raise next(iter(failed_confirmations.values()))
+            audit.flagged, audit.confirmations = [c for c, _ in kept], [v for _, v in kept]
+            results = {**results, **failed_confirmations}
+        failed = {step: r for step, r in results.items() if isinstance(r, BaseException)}
+        if failed and not audit.confirmed:
+            raise next(iter(failed.values()))
+        # With a confirmed conflict the other steps do not matter (the paper's order): a failed one is
+        # recorded, never allowed to turn the conflict into an error.
+        audit.step_errors = {step: f"{type(exc).__name__}: {exc}" for step, exc in failed.items()}
+        audit.fact_update = _value(results["fact_update"])
+        audit.trajectory = _value(results.get("trajectory_update"))
+        audit.commitments = _value(results.get("commitment_check"))
+        return audit
+
+    def _variables(self, ctx: TurnContext) -> dict[str, Any]:
+        return {
+            "spec": ctx.spec, "ctx": ctx, "facts": list(ctx.facts), "node_index": ctx.node_index,
+            "commitments": [self._commitment_view(c, ctx) for c in ctx.spec.all_commitments],
+        }
+
+    @staticmethod
+    def _commitment_view(c: Any, ctx: TurnContext) -> dict[str, Any]:
+        return {"id": c.id, "kind": c.kind, "text": c.text, "before": c.before, "after": c.after,
+                "state": ctx.commitment_states.get(c.id, "PENDING")}
+
+    async def _ask(self, step: str, audit: TurnAudit, **variables: Any) -> Any:
+        ctx: TurnContext = variables["ctx"]
+
+        def parse(completion: Completion) -> tuple[Any | None, list[str]]:
+            parsed, problems = parse_answer(step, completion.text, ctx)
+            if parsed is None and completion.truncated:
+                problems = [*problems, f"the answer was cut at max_tokens={completion.max_tokens} "
+                                       "(finish_reason=length); raise the auditor's limit (--max-tokens auditor=N)"]
+            return parsed, problems
+
+        def seen(attempt: int, completion: Completion, problems: list[str]) -> None:
+            audit.calls.append(completion)
+            if problems:
+                audit.rejected_answers.append({"step": step, "attempt": attempt, "answer": completion.text,
+                                               "problems": list(problems), "finish_reason": completion.finish_reason,
+                                               "output_mode": completion.output_mode})
+
+        try:
+            return await ask_json(self.client, "auditor", self.model, render(step, **variables), parse=parse,
+                                  attempts=self.max_attempts, retry=_RETRY, step=step,
+                                  response_format=response_format(step), temperature=self.temperature,
+                                  on_answer=seen)
+        except NoValidAnswer as exc:
+            raise AuditorError(step, exc.problems, exc.answers) from None
+
+
+# Retry with the problem spelled out: most invalid answers are near misses.
+_RETRY = ask_again(". Answer again with JSON that follows the schema, using only ids listed above "
+                   "and quotes copied exactly from the narrator's response.")
+
+
+async def _gather(jobs: dict[str, Any]) -> dict[str, Any]:
+    """Every job's answer, or the exception it raised (cancellation is never swallowed)."""
+    keys = list(jobs)
+    results = await asyncio.gather(*jobs.values(), return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException) and not isinstance(r, Exception):
+            raise r
+    return dict(zip(keys, results))
+
+
+def _value(result: Any) -> Any:
+    return None if isinstance(result, BaseException) else result
+
+
+# --- fail-closed parsing --------------------------------------------------------------------------
+
+
+def parse_answer(step: str, text: str, ctx: TurnContext) -> tuple[Any | None, list[str]]:
+    """Parse and verify one answer. Returns (verdict, []) or (None, problems)."""
+    answer, problems = decode_answer(step, text)
+    if answer is None:
+        return None, problems
+    problems = _verify(step, answer, ctx)
+    return (None, problems) if problems else (answer, [])
+
+
+def decode_answer(step: str, text: str) -> tuple[Any | None, list[str]]:
+    """The strict half of parsing (JSON, then the step's typed model), the same for every output mode."""
+    try:
+        data = json.loads(strip_fences(text))
+    except (json.JSONDecodeError, TypeError) as exc:
+        return None, [f"not valid JSON ({exc.msg if hasattr(exc, 'msg') else exc})"]
+    if not isinstance(data, dict):
+        return None, ["the answer must be a JSON object"]
+    try:
+        answer = ANSWER_MODELS[step].model_validate(data, strict=True)
+    except ValidationError as exc:
+        return None, [f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in exc.errors()]
+    return answer, []
+
+
+def _verify(step: str, answer: Any, ctx: TurnContext) -> list[str]:
+    problems: list[str] = []
+    active = {f.id for f in ctx.facts}
+    commitments = {c.id for c in ctx.spec.all_commitments}  # the default world rules (W1, ...) too
+
+    def quote(q: str, where: str) -> None:
+        problem = check_quote(q, ctx.response)
+        if problem:
+            problems.append(f"{where}: {problem}")
+
+    if isinstance(answer, ConflictCheck):
+        for i, c in enumerate(answer.conflicts):
+            where = f"conflicts[{i}]"
+            unknown_f = [f for f in c.fact_ids if f not in active]
+            unknown_c = [x for x in c.commitment_ids if x not in commitments]
+            if unknown_f:
+                problems.append(f"{where}: fact_ids {unknown_f} name no active ledger fact")
+            if unknown_c:
+                problems.append(f"{where}: commitment_ids {unknown_c} name no commitment")
+            if c.type == "fact" and not c.fact_ids:
+                problems.append(f"{where}: a fact conflict must name the ledger fact ids it contradicts")
+            if c.type == "commitment" and not c.commitment_ids:
+                problems.append(f"{where}: a commitment conflict must name the commitment ids it breaks")
+            if c.type == "player_input" and ctx.player_input is None:
+                problems.append(f"{where}: there is no player input at the opening turn")
+            quote(c.quote, where)
+    elif isinstance(answer, FactUpdate):
+        for i, a in enumerate(answer.added):
+            if not a.text.strip():
+                problems.append(f"added[{i}]: empty fact text")
+            quote(a.quote, f"added[{i}]")
+        for i, n in enumerate(answer.negated):
+            if n.fact_id not in active:
+                problems.append(f"negated[{i}]: fact_id {n.fact_id!r} names no active ledger fact")
+            quote(n.quote, f"negated[{i}]")
+    elif isinstance(answer, CommitmentCheck):
+        for i, s in enumerate(answer.satisfied):
+            if s.commitment_id not in commitments:
+                problems.append(f"satisfied[{i}]: commitment_id {s.commitment_id!r} names no commitment")
+            quote(s.evidence, f"satisfied[{i}].evidence")
+    elif isinstance(answer, TrajectoryUpdate):
+        # Progress (and so success) never rests on unchecked text.
+        if answer.trigger_event_occurred or answer.key_delta_occurred:
+            quote(answer.evidence, "evidence")
+    return problems

@@ -1,0 +1,628 @@
+"""One episode: player <-> narrator <-> auditor on one spec, until a termination reason.
+
+Turn t >= 1 is the t-th (player input, narrator response) pair; an opening narration is turn 0 and
+is audited like any other turn (DESIGN 7.3). Every turn is appended to a JSON-lines trace as soon as
+it is audited, so an interrupted run keeps everything it did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import json
+import os
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Callable, Sequence
+
+from .auditor import Auditor, AuditorError, CommitmentState, TurnAudit, TurnContext
+from ..core.config import episode_key, episode_name
+from ..core.ledger import FactLedger
+from ..llm import Completion, ModelClient, ModelError, Usage, current_episode, current_usage, scrub
+from .narrators import Narrator, NarratorContext, accepts_argument, call_maybe_async
+from .players import Player, PlayerView
+from ..prompts import PROMPT_VERSION
+from ..core.spec import NarrativeSpec
+from ..core.traces import read_trace
+
+
+class Termination(str, enum.Enum):
+    CONFLICT_FACT = "conflict:fact"
+    CONFLICT_COMMITMENT = "conflict:commitment"
+    CONFLICT_PLAYER_INPUT = "conflict:player_input"
+    SUCCESS = "success"
+    TURN_LIMIT = "turn_limit"
+    # The scripted player ran out of inputs before the turn limit: survived, not successful,
+    # counted beside turn_limit (never a failure, never an error).
+    SCRIPT_EXHAUSTED = "script_exhausted"
+    ERROR = "error"
+
+    @property
+    def is_conflict(self) -> bool:
+        return self.value.startswith("conflict:")
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Failure:
+    """The confirmed conflict that ended an episode."""
+
+    turn: int
+    type: str
+    fact_ids: list[str]
+    commitment_ids: list[str]
+    quote: str
+    explanation: str
+    confirmation: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"turn": self.turn, "type": self.type, "fact_ids": self.fact_ids,
+                "commitment_ids": self.commitment_ids, "quote": self.quote,
+                "explanation": self.explanation, "confirmation": self.confirmation}
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """Why an episode could not be judged: never the narrator's verdict."""
+
+    kind: str  # narrator | auditor | model | player
+    message: str
+    traceback: str | None = None
+    turn: int | None = None  # the turn being played when it happened
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message, "traceback": self.traceback, "turn": self.turn}
+
+
+@dataclass(frozen=True)
+class Turn:
+    turn: int
+    player_input: str | None
+    response: str
+
+
+@dataclass
+class EpisodeResult:
+    spec: NarrativeSpec
+    repeat: int
+    termination: Termination
+    turns: int
+    node_index: int
+    commitment_states: dict[str, CommitmentState]
+    ledger: FactLedger
+    transcript: list[Turn] = field(default_factory=list)
+    audits: list[TurnAudit] = field(default_factory=list)
+    failure: Failure | None = None
+    error: ErrorInfo | None = None
+    usage: Usage = field(default_factory=Usage)
+    trace: str | None = None
+    # Nodes reached, in order: {"id", "trigger_turn", "reached_turn"} (the trigger may precede the key delta).
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    trigger_turn: int | None = None  # the current node's trigger happened at this turn; its key delta has not yet
+    # Model calls of a turn played ahead and discarded because the episode ended first (pipelining).
+    speculative: Usage = field(default_factory=Usage)
+    # A forked episode: {"trace", "turn", "sample"} of its origin (``ncp fork``); None for a normal one.
+    fork: dict[str, Any] | None = None
+
+    @property
+    def spec_id(self) -> str:
+        return self.spec.id
+
+    @property
+    def progress(self) -> float:
+        return self.node_index / len(self.spec.trajectory) if self.spec.trajectory else 0.0
+
+    @property
+    def satisfied(self) -> float:
+        """Share of the spec's achievements and orderings whose condition was met (invariants are ``held``).
+
+        Over the spec's own commitments: the default world rules (W1, ...) are invariants, held or violated."""
+        states = [self.commitment_states[c.id] for c in self.spec.commitments
+                  if c.kind != "invariant" and c.id in self.commitment_states]
+        return sum(s == "SATISFIED" for s in states) / len(states) if states else 0.0
+
+    @property
+    def held(self) -> float | None:
+        """Share of invariants (the default world rules included) never violated; None when there are none
+        or no turn was audited."""
+        states = [self.commitment_states[c.id] for c in self.spec.all_commitments
+                  if c.kind == "invariant" and c.id in self.commitment_states]
+        if not states or not self.audits:
+            return None
+        return sum(s != "VIOLATED" for s in states) / len(states)
+
+    @property
+    def survived(self) -> bool:
+        return not self.termination.is_conflict and self.termination is not Termination.ERROR
+
+    @property
+    def verdicts(self) -> list[dict[str, Any]]:
+        return [a.verdicts() for a in self.audits]
+
+    def ledger_diff(self) -> str:
+        last = self.failure.turn if self.failure else self.turns
+        return self.ledger.diff(0, last)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The episode entry of results.json (DESIGN 7.4)."""
+        return {
+            "spec_id": self.spec.id, "repeat": self.repeat, "termination": self.termination.value,
+            "turns": self.turns, "progress": round(self.progress, 6), "satisfied": round(self.satisfied, 6),
+            "held": None if self.held is None else round(self.held, 6),
+            "spec_fingerprint": self.spec.fingerprint,
+            "failure": self.failure.to_dict() if self.failure else None,
+            "error": self.error.to_dict() if self.error else None,
+            "commitments": dict(self.commitment_states), "nodes_reached": self.node_index,
+            "nodes": [dict(n) for n in self.nodes],
+            "tokens": self.usage.tokens, "cost_usd": round(self.usage.cost_usd, 8), "trace": self.trace,
+            "speculative": {"calls": self.speculative.calls, "tokens": self.speculative.tokens,
+                            "cost_usd": round(self.speculative.cost_usd, 8)},
+            "truncated_calls": len(self.usage.truncated), "structured_output": dict(self.usage.output_modes),
+            **({"fork": dict(self.fork)} if self.fork else {}),
+        }
+
+
+    @classmethod
+    def from_trace(cls, spec: NarrativeSpec, path: str | Path) -> EpisodeResult | None:
+        """Rebuild a finished episode from its trace; None when the trace has no end (interrupted)."""
+        from .auditor import CommitmentCheck, Confirmation, Conflict, FactUpdate, TrajectoryUpdate
+
+        trace = read_trace(path)
+        end = trace.end
+        if end is None:
+            return None
+        ledger = FactLedger.from_initial((f.id, f.text) for f in spec.initial_facts)
+        result = cls(spec=spec, repeat=int(end["repeat"]), termination=Termination(end["termination"]),
+                     turns=int(end["turns"]), node_index=int(end.get("nodes_reached", 0)),
+                     commitment_states=dict(end.get("commitments") or {}), ledger=ledger, trace=str(path),
+                     nodes=list(end.get("nodes") or []), fork=end.get("fork"))
+        for r in trace.of("turn"):
+            v = r["verdicts"]
+            result.transcript.append(Turn(r["turn"], r.get("player_input"), r["response"]))
+            result.audits.append(TurnAudit(
+                turn=r["turn"],
+                flagged=[Conflict.model_validate(c) for c in v["conflict_check"]["conflicts"]],
+                confirmations=[Confirmation.model_validate(c) for c in v["conflict_confirmation"]],
+                fact_update=FactUpdate.model_validate(v["fact_update"]) if v.get("fact_update") else None,
+                trajectory=TrajectoryUpdate.model_validate(v["trajectory_update"]) if v.get("trajectory_update") else None,
+                commitments=CommitmentCheck.model_validate(v["commitment_check"]) if v.get("commitment_check") else None,
+            ))
+            for change in r.get("ledger_changes", []):
+                if change["op"] == "add":
+                    ledger.add(change["text"], change["turn"], change.get("quote"))
+                else:
+                    ledger.negate(change["fact_id"], change["turn"], change.get("quote"))
+        if end.get("failure"):
+            result.failure = Failure(**end["failure"])
+        if end.get("error"):
+            result.error = ErrorInfo(**end["error"])
+        result.usage = Usage(prompt_tokens=int(end.get("tokens", 0)), cost_usd=float(end.get("cost_usd", 0.0)))
+        return result
+
+
+# --- traces ----------------------------------------------------------------------------------------
+
+
+class TraceWriter:
+    """Appends one JSON object per line and flushes it, so nothing written is lost on a crash."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh: IO[str] = open(self.path, "w", encoding="utf-8")
+
+    def write(self, event: str, **data: Any) -> None:
+        self._fh.write(json.dumps({"event": event, **data}, ensure_ascii=False, default=str) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+
+
+class _EpisodeError(Exception):
+    def __init__(self, info: ErrorInfo, audit: TurnAudit | None = None):
+        self.info, self.audit = info, audit
+        self.player_input: str | None = None  # set when the turn's player had spoken
+
+
+@dataclass
+class _Ahead:
+    """A turn played ahead of its predecessor's audit, and what its model calls used so far."""
+
+    task: asyncio.Future[tuple[str, str] | None]
+    usage: Usage
+    narrated: bool
+
+
+# --- the turn loop ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Episode:
+    spec: NarrativeSpec
+    narrator: Narrator
+    player: Player
+    auditor: Auditor
+    max_turns: int = 100
+    repeat: int = 0
+    client: ModelClient | None = None
+    narrator_model: str | None = None
+    trace_path: str | Path | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    on_turn: Callable[[], None] | None = None  # after each audited turn (progress displays)
+    pipeline: bool = True  # play turn t+1 while turn t is audited (see _loop); False: the sequential reference
+    # Start from a recorded state (a fork, see fork.py): turn ``start.turn`` is played with its recorded
+    # player input after the recorded history; ``fork_origin`` ({"trace", "turn", "sample"}) marks the result.
+    start: Any = None
+    fork_origin: dict[str, Any] | None = None
+    # The turn being audited or played (number, player input, narrator response): what an errored
+    # turn's trace shows; and where the current turn's share of the truncated calls starts.
+    _playing: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
+    _truncated_mark: int = field(default=0, init=False, repr=False)
+
+    async def run(self) -> EpisodeResult:
+        usage = Usage()
+        token = current_usage.set(usage)
+        key = episode_key(self.spec.id, self.repeat)
+        if self.fork_origin is not None:  # its own cassette, apart from the episode it was forked from
+            key = f"{self.spec.id}--fork-t{self.fork_origin['turn']}-s{self.fork_origin.get('sample', 0)}"
+        episode_token = current_episode.set(key)
+        trace = TraceWriter(self.trace_path) if self.trace_path else None
+        result = EpisodeResult(
+            spec=self.spec, repeat=self.repeat, termination=Termination.ERROR, turns=0, node_index=0,
+            commitment_states={c.id: "PENDING" for c in self.spec.all_commitments},
+            ledger=FactLedger.from_initial((f.id, f.text) for f in self.spec.initial_facts),
+            usage=usage, trace=str(self.trace_path) if self.trace_path else None, fork=self.fork_origin,
+        )
+        if self.start is not None:
+            self.start.apply(result)
+        try:
+            if trace:
+                trace.write("start", spec_id=self.spec.id, spec_path=self.spec.path, repeat=self.repeat,
+                            max_turns=self.max_turns, spec_fingerprint=self.spec.fingerprint,
+                            spec_sections=self.spec.section_fingerprints,
+                            prompt_version=PROMPT_VERSION, config=self.config,
+                            ledger=result.ledger.to_list(),
+                            **({"fork": self.fork_origin, "from_turn": self.start.turn} if self.start else {}))
+            errored: _EpisodeError | None = None
+            try:
+                result.termination = await self._loop(result, trace)
+            except _EpisodeError as exc:
+                errored = exc
+                result.termination = Termination.ERROR
+                result.error = ErrorInfo(exc.info.kind, exc.info.message, exc.info.traceback,
+                                         turn=self._playing.get("turn", result.turns))
+            if trace:
+                if result.error:
+                    trace.write("error", **self._error_evidence(result, errored))
+                trace.write("end", **{k: v for k, v in result.to_dict().items() if k != "trace"})
+            return result
+        finally:
+            current_usage.reset(token)
+            current_episode.reset(episode_token)
+            if trace:
+                trace.close()
+
+    def _error_evidence(self, result: EpisodeResult, errored: _EpisodeError | None) -> dict[str, Any]:
+        """The trace record of an errored turn: where it happened and everything said in it."""
+        assert result.error is not None
+        audit = errored.audit if errored else None
+        return {
+            **result.error.to_dict(),
+            "turn": self._playing.get("turn", result.turns),
+            "player_input": self._playing.get("player_input") or getattr(errored, "player_input", None),
+            "response": self._playing.get("response"),
+            "rejected_answers": list(audit.rejected_answers) if audit else [],
+            "auditor_calls": [_call_record(c) for c in audit.calls] if audit else [],
+            "truncated_calls": result.usage.truncated[self._truncated_mark:],
+            "last_completed_turn": result.turns,
+        }
+
+    def _mark(self, turn: int, player_input: str | None = None, response: str | None = None) -> None:
+        self._playing = {"turn": turn, "player_input": player_input, "response": response}
+
+    async def _loop(self, result: EpisodeResult, trace: TraceWriter | None) -> Termination:
+        """Play, audit and apply turns until one ends the episode.
+
+        Pipelined (the default), turn t+1 is played while turn t is audited: the next input and
+        narration depend only on the transcript, never on an audit. When the audit of t ends the
+        episode, the speculative turn is discarded (its usage goes to ``result.speculative``), so
+        transcripts, traces and verdicts are those of the sequential schedule. Only players and
+        narrators that declare ``speculation_safe = True`` are called ahead: for them one extra call,
+        whose answer is dropped, is harmless; any other narrator is called exactly as sequentially.
+        """
+        history: list[tuple[str, str]] = []
+        played: tuple[str | None, str] | None
+        self._mark(0)
+        await self._guard("narrator", self._reset)
+        if self.start is not None and self.start.turn >= 1:
+            # A fork: the recorded history stands, only turn T (its recorded input) and later are played.
+            history = [(str(i), str(r)) for i, r in self.start.history]
+            await self._guard("narrator", self._restore, history)
+            turn = self.start.turn
+            self._mark(turn, self.start.player_input)
+            played = await self._play(turn, tuple(history), player_input=self.start.player_input)
+        elif (opening := await self._guard("narrator", self._opening, history)) is not None:
+            _check_response(opening, "opening()")
+            played, turn = (None, str(opening)), 0
+        else:
+            self._mark(1)
+            played, turn = await self._play(1, tuple(history)), 1
+        while played is not None:
+            player_input, response = played
+            self._mark(turn, player_input, response)
+            following = turn + 1
+            ahead = self._speculate(following, (*history, (player_input or "", response))) \
+                if following <= self.max_turns else None
+            try:
+                end = await self._turn(result, trace, turn, player_input, response, history)
+            except BaseException:
+                await self._discard(ahead, result)
+                raise
+            if end:
+                await self._discard(ahead, result)
+                return end
+            if following > self.max_turns:
+                return Termination.TURN_LIMIT
+            self._mark(following)
+            played, turn = await self._resume(ahead, following, history), following
+        return Termination.SCRIPT_EXHAUSTED
+
+    async def _play(self, turn: int, history: Sequence[tuple[str, str]], *, narrate: bool = True,
+                    player_input: str | None = None) -> tuple[str, str] | None:
+        """The player's input and the narrator's response for ``turn``; None when the script ran out."""
+        if player_input is None:
+            view = PlayerView(player=self.spec.player, turn=turn, history=tuple(history))
+            said = await self._guard("player", call_maybe_async, self.player.next_input, view)
+            if said is None:
+                return None
+            player_input = str(said)
+        if not narrate:
+            return player_input, ""
+        try:
+            response = await self._guard("narrator", call_maybe_async, self.narrator.respond,
+                                         player_input, self._context(turn, list(history)))
+            _check_response(response, "respond()")
+        except _EpisodeError as exc:
+            exc.player_input = player_input  # the evidence of the errored turn, also when played ahead
+            raise
+        return player_input, response
+
+    def _speculate(self, turn: int, history: Sequence[tuple[str, str]]) -> _Ahead | None:
+        """Start playing ``turn`` ahead of the audit of the turn before, where that is safe."""
+        if not self.pipeline or not getattr(self.player, "speculation_safe", False):
+            return None
+        narrate = bool(getattr(self.narrator, "speculation_safe", False))
+        usage = Usage()
+
+        async def ahead() -> tuple[str, str] | None:
+            current_usage.set(usage)  # this task's own context: its calls count apart until kept
+            return await self._play(turn, history, narrate=narrate)
+
+        return _Ahead(asyncio.ensure_future(ahead()), usage, narrate)
+
+    async def _resume(self, ahead: _Ahead | None, turn: int,
+                      history: list[tuple[str, str]]) -> tuple[str, str] | None:
+        """The next turn: the speculative one when there is one (now kept), else played now."""
+        if ahead is None:
+            return await self._play(turn, tuple(history))
+        try:
+            played = await ahead.task
+        finally:
+            episode_usage = current_usage.get()
+            if episode_usage is not None:
+                episode_usage.merge(ahead.usage)
+        if played is None or ahead.narrated:
+            return played
+        return await self._play(turn, tuple(history), player_input=played[0])
+
+    @staticmethod
+    async def _discard(ahead: _Ahead | None, result: EpisodeResult) -> None:
+        if ahead is None:
+            return
+        ahead.task.cancel()
+        await asyncio.gather(ahead.task, return_exceptions=True)
+        result.speculative.merge(ahead.usage)
+
+    async def _turn(self, result: EpisodeResult, trace: TraceWriter | None, turn: int,
+                    player_input: str | None, response: str, history: list[tuple[str, str]]) -> Termination | None:
+        ctx = TurnContext(
+            spec=self.spec, turn=turn, player_input=player_input, response=response,
+            facts=result.ledger.active(), node_index=result.node_index,
+            commitment_states=dict(result.commitment_states),
+            previous_response=history[-1][1] if history else None, trigger_turn=result.trigger_turn,
+        )
+        audit = await self._guard("auditor", self.auditor.audit, ctx)
+        result.transcript.append(Turn(turn, player_input, response))
+        result.audits.append(audit)
+        end = self._apply(result, audit, turn)
+        history.append((player_input or "", response))
+        if trace:
+            trace.write(
+                "turn", turn=turn, player_input=player_input, response=response, verdicts=audit.verdicts(),
+                confirmed=[c.conflict.model_dump() for c in audit.confirmed],
+                ledger_changes=[c.to_dict() for c in result.ledger.changes_at(turn)],
+                node_index=result.node_index, trigger_turn=result.trigger_turn,
+                commitments=dict(result.commitment_states), tokens=result.usage.tokens, cost_usd=round(result.usage.cost_usd, 8),
+                auditor_calls=[_call_record(c) for c in audit.calls],
+                rejected_answers=list(getattr(audit, "rejected_answers", [])),
+                truncated_calls=result.usage.truncated[self._truncated_mark:],
+            )
+        self._truncated_mark = len(result.usage.truncated)
+        if self.on_turn is not None:
+            self.on_turn()
+        return end
+
+    def _apply(self, result: EpisodeResult, audit: TurnAudit, turn: int) -> Termination | None:
+        """DESIGN section 3, steps 2-4 and termination, from one turn's validated verdicts."""
+        if turn >= 1:
+            result.turns = turn
+        confirmed = audit.confirmed
+        if confirmed:
+            first = confirmed[0]
+            for c in confirmed:
+                for cid in c.conflict.commitment_ids if c.conflict.type == "commitment" else ():
+                    result.commitment_states[cid] = "VIOLATED"
+            result.failure = Failure(
+                turn=turn, type=first.conflict.type, fact_ids=list(first.conflict.fact_ids),
+                commitment_ids=list(first.conflict.commitment_ids), quote=first.conflict.quote,
+                explanation=first.conflict.explanation, confirmation=first.confirmation.explanation,
+            )
+            return Termination(f"conflict:{first.conflict.type}")
+        # No confirmed conflict: the turn's fact update is committed.
+        if audit.fact_update:
+            for n in audit.fact_update.negated:
+                if result.ledger.is_active(n.fact_id):
+                    result.ledger.negate(n.fact_id, turn, n.quote)
+            for a in audit.fact_update.added:
+                result.ledger.add(a.text.strip(), turn, a.quote)
+        self._advance(result, audit, turn)
+        states = result.commitment_states
+        if audit.commitments:
+            for s in audit.commitments.satisfied:
+                if states.get(s.commitment_id) == "PENDING" and self.spec.commitment(s.commitment_id).kind != "invariant":
+                    states[s.commitment_id] = "SATISFIED"
+        self._derive_satisfaction(result)
+        achievements = [c.id for c in self.spec.achievements]
+        if achievements and all(states[c] == "SATISFIED" for c in achievements):
+            return Termination.SUCCESS
+        return None
+
+    def _advance(self, result: EpisodeResult, audit: TurnAudit, turn: int) -> None:
+        """Step 3: the current node's trigger is remembered from the turn it happened; the node is reached
+        when its key delta happens then or later. A key delta before the trigger does not count."""
+        update = audit.trajectory
+        if update is None or result.node_index >= len(self.spec.trajectory):
+            return
+        if result.trigger_turn is None and update.trigger_event_occurred:
+            result.trigger_turn = turn
+        if result.trigger_turn is not None and update.key_delta_occurred:
+            node = self.spec.trajectory[result.node_index]
+            result.nodes.append({"id": node.id, "trigger_turn": result.trigger_turn, "reached_turn": turn})
+            result.node_index += 1
+            result.trigger_turn = None
+
+    def _derive_satisfaction(self, result: EpisodeResult) -> None:
+        """Commitments the trajectory itself fulfils: an ordering once its `after` node is reached (nodes
+        are reached in order, so `before` came first), an achievement once every node it depends on is."""
+        reached = {n.id for n in self.spec.trajectory[: result.node_index]}
+        nodes = {n.id for n in self.spec.trajectory}
+        for c in self.spec.commitments:
+            if result.commitment_states[c.id] != "PENDING":
+                continue
+            if c.kind == "ordering" and c.after in reached and c.before in reached:
+                result.commitment_states[c.id] = "SATISFIED"
+            elif c.kind == "achievement":
+                deps = [d for d in c.depends_on if d in nodes]
+                if deps and all(d in reached for d in deps):
+                    result.commitment_states[c.id] = "SATISFIED"
+
+    # --- narrator hooks and error classification ---------------------------------------------
+    def _context(self, turn: int, history: list[tuple[str, str]]) -> NarratorContext:
+        return NarratorContext(spec=self.spec, turn=turn, history=tuple(history), llm=self.client,
+                               model=self.narrator_model, repeat=self.repeat)
+
+    # The optional hooks (narrators.SupportsReset, SupportsRestore, SupportsOpening, SpeculationSafe) are
+    # looked up with getattr, not isinstance: a runtime protocol check reads attributes statically, and a
+    # narrator behind a proxy (``__getattr__``) would lose its hooks.
+    async def _reset(self) -> None:
+        reset = getattr(self.narrator, "reset", None)
+        if callable(reset):
+            await call_maybe_async(reset, self.spec)
+
+    async def _restore(self, history: list[tuple[str, str]]) -> None:
+        restore = getattr(self.narrator, "restore", None)
+        if callable(restore):
+            await call_maybe_async(restore, tuple(history))
+
+    async def _opening(self, history: list[tuple[str, str]]) -> str | None:
+        opening = getattr(self.narrator, "opening", None)
+        if not callable(opening):
+            return None
+        args = (self._context(0, history),) if accepts_argument(opening) else ()
+        return await call_maybe_async(opening, *args)
+
+    async def _guard(self, kind: str, fn: Any, *args: Any) -> Any:
+        """Run one part of a turn; classify what it raises by where it happened.
+
+        ``model``: any endpoint failure, also inside a narrator or player that called the run's client
+        (the model is not the agent's code); ``auditor``: no usable auditor answer; ``narrator`` /
+        ``player``: their own code raised.
+        """
+        try:
+            return await call_maybe_async(fn, *args)
+        except _EpisodeError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the agent under test may raise anything
+            audit = getattr(exc, "audit", None)
+            model_error = _model_error_in(exc)
+            if isinstance(exc, AuditorError):
+                raise _EpisodeError(ErrorInfo("auditor", scrub(str(exc)), None), audit) from exc
+            if model_error is not None:
+                raise _EpisodeError(ErrorInfo("model", scrub(str(model_error)), None), audit) from exc
+            tb = scrub(format_traceback(exc))
+            raise _EpisodeError(ErrorInfo(kind, scrub(f"{type(exc).__name__}: {exc}"), tb), audit) from exc
+
+
+def _model_error_in(exc: BaseException) -> ModelError | None:
+    """The ModelError that caused ``exc``, also when a narrator wrapped it in its own exception."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ModelError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _check_response(response: Any, where: str) -> None:
+    # A narrator that answers nothing failed its turn: its fault, never an unknown outcome.
+    if not isinstance(response, str):
+        raise _EpisodeError(ErrorInfo("narrator", f"{where} returned {type(response).__name__}, expected str"))
+    if not response.strip():
+        raise _EpisodeError(ErrorInfo("narrator", f"{where} returned an empty response"))
+
+
+def format_traceback(exc: BaseException) -> str:
+    """A plain traceback (file, line, function, source line) without column carets.
+
+    Episodes run on a background thread; on Python 3.11 computing carets parses source with ``ast``,
+    which is not safe while another thread (pytest itself) parses too ("AST constructor recursion
+    depth mismatch"). Frames without column numbers skip that step.
+    """
+    frames = [traceback.FrameSummary(f.filename, f.lineno, f.name, line=f.line)
+              for f in traceback.extract_tb(exc.__traceback__)]
+    lines = ["Traceback (most recent call last):\n", *traceback.StackSummary.from_list(frames).format()]
+    lines += traceback.format_exception_only(type(exc), exc)
+    return "".join(lines)
+
+
+def _call_record(c: Completion) -> dict[str, Any]:
+    return {"step": c.step, "model": c.model, "attempts": c.attempts, "prompt_tokens": c.prompt_tokens,
+            "completion_tokens": c.completion_tokens, "cost_usd": c.cost_usd, "latency_s": round(c.latency_s, 4),
+            "finish_reason": c.finish_reason, "output_mode": c.output_mode}
+
+
+def summarize(results: Sequence[EpisodeResult]) -> str:
+    """One line per episode, for the command line."""
+    return "\n".join(episode_line(r) for r in results)
+
+
+def episode_line(r: EpisodeResult) -> str:
+    from ..core.safe_text import one_line
+
+    what = r.termination.value
+    if r.failure:
+        ids = ",".join(r.failure.fact_ids + r.failure.commitment_ids)
+        what += f" at turn {r.failure.turn}" + (f" ({ids})" if ids else "")
+    elif r.error:
+        what += f" ({r.error.kind}: {one_line(r.error.message, 100)})"
+    return (f"{episode_name(r.spec.id, r.repeat)}: {what}; turns={r.turns} progress={r.progress:.0%} "
+            f"satisfied={r.satisfied:.0%} tokens={r.usage.tokens}")

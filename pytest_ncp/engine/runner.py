@@ -1,0 +1,328 @@
+"""Many episodes at once: one engine for ``ncp run`` and the pytest plugin.
+
+Episodes wait on models almost all the time, so they run concurrently on one event loop under a
+bound; the model client adds a per-endpoint bound that backs off on rate limits. Each episode writes
+its own JSON-lines trace turn by turn, and ``results.json`` is rewritten atomically as episodes end,
+so a killed run loses nothing and ``resume`` continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Sequence
+
+from .auditor import Auditor, LLMAuditor
+from .episode import Episode, EpisodeResult
+from ..llm import ModelClient, scrub
+from .narrators import NarratorFactory, load_narrator
+from ..core.config import DEFAULT_AUDITOR_MODEL, RunConfig, Shard, episode_key
+from .players import Player, make_player
+from ..analysis.results import write_results
+from ..core.spec import NarrativeSpec
+
+if TYPE_CHECKING:
+    from ..llm.cassette import CassetteTransport
+
+class ResumeMismatch(Exception):
+    """``--resume`` found finished episodes run with other settings or another version of their spec."""
+
+
+@dataclass
+class RunProgress:
+    """Live counters of a run, for progress displays (read from any thread; updated on the loop)."""
+
+    total: int = 0
+    running: int = 0
+    finished: int = 0
+    conflicts: int = 0
+    errors: int = 0
+    turns: int = 0
+
+
+@dataclass
+class Runner:
+    """Runs (spec, repeat) episodes concurrently and keeps results.json current in ``out_dir``.
+
+    ``narrator_factory``, ``auditor`` and ``player_factory`` default to what ``config`` names; hosts
+    (the pytest plugin, tests) pass their own.
+    """
+
+    config: RunConfig
+    out_dir: Path | None = None
+    narrator_factory: NarratorFactory | None = None
+    auditor: Auditor | None = None
+    player_factory: Callable[[NarrativeSpec], Player] | None = None
+    client: ModelClient | None = None
+    on_episode: Callable[[EpisodeResult], None] | None = None
+    on_turn: Callable[[], None] | None = None  # after each audited turn of any episode (worker processes)
+    write_results: bool = True  # False where another process merges results (pytest-xdist workers)
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _finished: dict[str, Path] = field(default_factory=dict, repr=False)  # from resume()
+    changed: list[str] = field(default_factory=list)  # episodes resume() found changed and re-runs (force)
+    canaries: dict[str, Any] | None = None  # the auditor canaries' summary, once scored (docs/auditor.md)
+    progress: RunProgress = field(default_factory=RunProgress)
+
+    def __post_init__(self) -> None:
+        if self.client is None:
+            self.client = ModelClient(**self.config.client_options())
+        self.cassettes: CassetteTransport | None = None
+        if self.config.record_mode is not None:
+            from ..llm.cassette import CassetteTransport
+
+            assert self.config.cassettes, "a record mode needs a cassette directory"
+            self.cassettes = CassetteTransport(self.config.record_mode, self.config.cassettes,
+                                               self.client.transport or self.client.model_call)
+            self.client.transport = self.cassettes
+        if self.narrator_factory is None:
+            if not self.config.narrator:
+                raise ValueError("no narrator: give module:Attr (e.g. my_agent:Narrator)")
+            self.narrator_factory = load_narrator(self.config.narrator)
+        if self.auditor is None:
+            self.auditor = LLMAuditor(self.client, self.config.auditor_model)
+        if self.player_factory is None:
+            self.player_factory = lambda spec: make_player(
+                self.config.player, spec, client=self.client, model=self.config.player_model)
+        if self.out_dir is not None:
+            self.out_dir = Path(self.out_dir)
+            (self.out_dir / "traces").mkdir(parents=True, exist_ok=True)
+
+    # --- running -------------------------------------------------------------------------------
+    def episode(self, spec: NarrativeSpec, repeat: int = 0) -> Episode:
+        assert self.narrator_factory and self.player_factory and self.auditor
+        trace = self.out_dir / "traces" / f"{episode_key(spec.id, repeat)}.jsonl" if self.out_dir else None
+        return Episode(
+            spec=spec, narrator=self.narrator_factory(), player=self.player_factory(spec), auditor=self.auditor,
+            max_turns=self.config.max_turns, repeat=repeat, client=self.client, on_turn=self._turn_done,
+            narrator_model=self.config.narrator_model, trace_path=trace, config=self.config.to_dict(),
+            pipeline=self.config.pipeline,
+        )
+
+    def resume(self, specs: Sequence[NarrativeSpec] = (), *, force: bool = False,
+               force_flag: str = "--resume --force") -> int:
+        """Take every episode already finished in ``out_dir`` (its trace has an end) as done.
+
+        Errored episodes are not finished: they ended for infrastructure reasons and run again. An
+        episode run with other settings (``FINGERPRINT_FIELDS``) or another version of its spec (one of
+        ``specs``) is never mixed in: ``ResumeMismatch`` says what changed, or with ``force`` it runs
+        again (listed in ``changed``). Returns how many episodes will be skipped.
+        """
+        from ..core.config import FINGERPRINT_FIELDS
+        from ..core.traces import read_trace
+
+        assert self.out_dir is not None, "resuming needs the output directory of the earlier run"
+        self._finished.clear()
+        self.changed.clear()
+        current = self.config.to_dict()
+        by_id = {s.id: s for s in specs}
+        mismatches: dict[str, list[str]] = {}
+        for trace in sorted((self.out_dir / "traces").glob("*.jsonl")):
+            recorded = read_trace(trace)
+            end = recorded.end
+            if end is None or end.get("termination") == "error" or (recorded.start or {}).get("fork"):
+                continue  # a fork's trace (ncp fork --out into a run folder) is never one of the run's episodes
+            key = episode_key(end["spec_id"], int(end["repeat"]))
+            start = recorded.start or {}
+            before = {**(start.get("config") or {}), "prompt_version": start.get("prompt_version")}
+            why = [f"{f}: {before.get(f)!r} -> {current.get(f)!r}" for f in FINGERPRINT_FIELDS
+                   if before.get(f) != current.get(f)]
+            spec = by_id.get(end["spec_id"])
+            if spec is not None and start.get("spec_fingerprint") != spec.fingerprint:
+                why.append(f"spec {spec.id} ({spec.path or 'built in code'}) changed since the episode ran"
+                           + ("" if start.get("spec_fingerprint") else " (or was recorded without a fingerprint)"))
+            if why:
+                mismatches[key] = why
+                continue
+            self._finished[key] = trace
+            self.results[key] = {**end, "trace": str(trace)}
+            self.results[key].pop("event", None)
+        if mismatches and not force:
+            self._finished.clear()
+            self.results.clear()
+            grouped: dict[str, list[str]] = {}
+            for key, why in sorted(mismatches.items()):
+                grouped.setdefault("; ".join(why), []).append(key)
+            lines = [f"cannot resume {self.out_dir}: {len(mismatches)} finished episode(s) there were run with "
+                     "other settings or another version of their spec:"]
+            for reason, keys in grouped.items():
+                shown = ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+                lines.append(f"  {shown}: {reason}")
+            lines.append(f"Mixing them would report figures no single configuration produced. Re-run the changed "
+                         f"episodes with {force_flag}, or write to a new directory.")
+            raise ResumeMismatch("\n".join(lines))
+        self.changed = sorted(mismatches)
+        return len(self._finished)
+
+    async def run_one(self, spec: NarrativeSpec, repeat: int = 0) -> EpisodeResult:
+        finished = self._finished.get(episode_key(spec.id, repeat))
+        if finished is not None:
+            done = EpisodeResult.from_trace(spec, finished)
+            if done is not None:
+                self.progress.finished += 1
+                self.progress.conflicts += done.termination.is_conflict
+                return done
+        try:
+            episode = self.episode(spec, repeat)
+        except Exception as exc:  # noqa: BLE001 - a narrator factory or player that cannot be built
+            result = _setup_error(spec, repeat, exc)
+            self.record(result)
+            return result
+        self.progress.running += 1
+        try:
+            result = await episode.run()
+        finally:
+            self.progress.running -= 1
+            if self.cassettes is not None:
+                self.cassettes.flush()
+        self.record(result)
+        return result
+
+    def _turn_done(self) -> None:
+        self.progress.turns += 1
+        if self.on_turn is not None:
+            self.on_turn()
+
+    async def run(self, specs: Sequence[NarrativeSpec]) -> list[EpisodeResult]:
+        """All episodes of ``specs`` x ``repeats``, at most ``concurrency`` at a time, in input order."""
+        bound = asyncio.Semaphore(self.config.concurrency)
+
+        async def one(spec: NarrativeSpec, repeat: int) -> EpisodeResult:
+            async with bound:
+                return await self.run_one(spec, repeat)
+
+        jobs = [one(s, r) for s, r in self.jobs(specs)]
+        self.progress.total += len(jobs)
+        done = list(await asyncio.gather(*jobs))
+        self.save()  # also after a resume that ran nothing: results.json then carries this run's configuration
+        return done
+
+    def jobs(self, specs: Sequence[NarrativeSpec]) -> list[tuple[NarrativeSpec, int]]:
+        """The (spec, repeat) episodes of this run: every one, or this shard's slice (``--shard i/n``)."""
+        jobs = [(s, r) for s in specs for r in range(self.config.repeats)]
+        if self.config.shard:
+            jobs = Shard.parse(self.config.shard).select(jobs)
+        return jobs
+
+    # --- results.json --------------------------------------------------------------------------
+    def record(self, result: EpisodeResult) -> None:
+        self.progress.finished += 1
+        self.progress.conflicts += result.termination.is_conflict
+        self.progress.errors += result.error is not None
+        self.results[episode_key(result.spec.id, result.repeat)] = result.to_dict()
+        if self.on_episode:
+            self.on_episode(result)
+        self.save()
+
+    def save(self) -> None:
+        """Rewrite results.json from every episode recorded so far (when this runner writes it)."""
+        if self.out_dir is not None and self.write_results:
+            shard = None
+            if self.config.shard:
+                shard = Shard.parse(self.config.shard).to_dict()
+            write_results(self.out_dir, self.config.to_dict(), list(self.results.values()),
+                          survival_turn=self.config.survival_turn, shard=shard, canaries=self.canaries)
+
+
+class BackgroundRunner:
+    """Runs episodes on an event loop in a background thread, for hosts that are not async (pytest).
+
+    ``submit`` starts an episode at once (bounded by the run's concurrency) and returns a future, so
+    a host can start every selected episode up front and still consume results in its own order.
+    """
+
+    def __init__(self, runner: Runner):
+        self.runner = runner
+        self._futures: dict[str, concurrent.futures.Future[Any]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._bound: asyncio.Semaphore | None = None
+        self._lock = threading.Lock()
+
+    def _start(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            loop = asyncio.new_event_loop()
+            ready = threading.Event()
+
+            def serve() -> None:
+                asyncio.set_event_loop(loop)
+                self._bound = asyncio.Semaphore(self.runner.config.concurrency)
+                ready.set()
+                loop.run_forever()
+
+            self._thread = threading.Thread(target=serve, name="ncp-episodes", daemon=True)
+            self._thread.start()
+            ready.wait()
+            self._loop = loop
+        return self._loop
+
+    def submit(self, spec: NarrativeSpec, repeat: int = 0) -> concurrent.futures.Future[EpisodeResult]:
+        key = episode_key(spec.id, repeat)
+        with self._lock:
+            if key not in self._futures:
+                loop = self._start()
+                self._futures[key] = asyncio.run_coroutine_threadsafe(self._bounded(spec, repeat), loop)
+            return self._futures[key]
+
+    def call(self, key: str, make: Callable[[], Coroutine[Any, Any, Any]]) -> concurrent.futures.Future[Any]:
+        """Run ``make()`` (a coroutine) on the loop once per ``key`` (forks of stored failures)."""
+        with self._lock:
+            if key not in self._futures:
+                self._futures[key] = asyncio.run_coroutine_threadsafe(make(), self._start())
+            return self._futures[key]
+
+    async def _bounded(self, spec: NarrativeSpec, repeat: int) -> EpisodeResult:
+        assert self._bound is not None
+        async with self._bound:
+            return await self.runner.run_one(spec, repeat)
+
+    def result(self, spec: NarrativeSpec, repeat: int = 0) -> EpisodeResult:
+        return self.submit(spec, repeat).result()
+
+    def run_coroutine(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:
+        """Run other work of the session (auditor canaries) on the episodes' loop and client."""
+        return asyncio.run_coroutine_threadsafe(coro, self._start())
+
+    def close(self) -> None:
+        """Cancel what is still running and stop the loop; finished traces stay as written."""
+        with self._lock:
+            loop, self._loop = self._loop, None
+        if loop is None:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(_cancel_all(), loop).result(timeout=10)
+        except Exception:  # noqa: BLE001 - shutting down; nothing left to report to
+            pass
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        loop.close()
+
+
+async def _cancel_all() -> None:
+    # Episodes still running, and background tasks of the model library, end with the loop.
+    current = asyncio.current_task()
+    tasks = [t for t in asyncio.all_tasks() if t is not current]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    # Async generators hold per-loop resources (the lean path's HTTP session); asyncio.run does this.
+    await asyncio.get_running_loop().shutdown_asyncgens()
+
+
+def _setup_error(spec: NarrativeSpec, repeat: int, exc: Exception) -> EpisodeResult:
+    from .episode import ErrorInfo, Termination
+    from ..core.ledger import FactLedger
+
+    return EpisodeResult(
+        spec=spec, repeat=repeat, termination=Termination.ERROR, turns=0, node_index=0,
+        commitment_states={c.id: "PENDING" for c in spec.all_commitments},
+        ledger=FactLedger.from_initial((f.id, f.text) for f in spec.initial_facts),
+        error=ErrorInfo("narrator", scrub(f"could not build the episode: {type(exc).__name__}: {exc}")),
+    )
+
+
+def run_sync(coro: Coroutine[Any, Any, Any]) -> Any:
+    return asyncio.run(coro)

@@ -1,0 +1,480 @@
+"""The model client: every model call of the project goes through ``ModelClient.complete``.
+
+Retries that honour Retry-After, per-endpoint limits that back off on 429, deadlines, the
+structured-output mode negotiation and cost. The request goes by the lean OpenAI-compatible path
+(``openai_compat``) or by litellm (``litellm_path``), both imported on the first call only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import math
+import os
+import random
+import re
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+from urllib.parse import urlsplit
+
+from ..core.config import DEFAULT_MAX_TOKENS, OUTPUT_MODES, SYSTEM_PROMPT_MODES
+from .litellm_path import import_litellm, litellm_call
+from .request import merge_system_prompt, request_params, shape_structured
+from .types import Completion, ModelError, Role, Usage, current_usage
+
+
+# --- rate limiting -------------------------------------------------------------------------------
+
+
+class AdaptiveLimiter:
+    """Concurrency bound for one endpoint: halves on 429, creeps back up after sustained success."""
+
+    def __init__(self, limit: int, *, recover_after: int = 8):
+        self.max_limit = max(1, limit)
+        self.limit = self.max_limit
+        self.in_flight = 0
+        self.waiting = 0
+        self._ok_streak = 0
+        self._recover_after = recover_after
+        self._cond = asyncio.Condition()
+
+    @property
+    def saturated(self) -> bool:
+        """Every slot taken or someone queued: the endpoint has no room for a retry right now."""
+        return self.in_flight >= self.limit or self.waiting > 0
+
+    async def __aenter__(self) -> AdaptiveLimiter:
+        async with self._cond:
+            self.waiting += 1
+            try:
+                await self._cond.wait_for(lambda: self.in_flight < self.limit)
+            finally:
+                self.waiting -= 1
+            self.in_flight += 1
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        async with self._cond:
+            self.in_flight -= 1
+            self._cond.notify_all()
+
+    def throttled(self) -> None:
+        self._ok_streak = 0
+        self.limit = max(1, self.limit // 2)
+
+    async def succeeded(self) -> None:
+        self._ok_streak += 1
+        if self._ok_streak >= self._recover_after and self.limit < self.max_limit:
+            self._ok_streak = 0
+            async with self._cond:
+                self.limit += 1
+                self._cond.notify_all()
+
+
+# --- the client ----------------------------------------------------------------------------------
+
+Transport = Callable[[dict[str, Any]], Awaitable[Completion]]
+
+CALLS_PER_EPISODE = 5  # in flight at once: four audit steps and the turn played ahead
+
+_RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+_FORMAT_WORDS = ("response_format", "response format", "json_schema", "json_object")
+
+
+@dataclass
+class ModelClient:
+    """Async chat completions (lean path or litellm), shared by every episode of a run.
+
+    ``api_base`` (``--api-base``) overrides litellm's own environment variables for every role.
+    ``transport`` replaces the model call (cassettes use it to record and replay); whatever the
+    transport, the request it gets is already shaped here: ``max_tokens``, the structured-output
+    mode's ``response_format`` (or schema in the prompt), merged system prompts and the timeout.
+    ``lean``: ``openai/...`` models go through one pooled aiohttp session (``openai_compat``) instead
+    of litellm, 0.2-0.6 ms of client CPU per call instead of 6-7 ms; other providers always use
+    litellm. Set ``NCP_LEAN_CALLS=0`` to send everything through litellm.
+
+    ``timeout`` bounds one HTTP request; ``deadline`` (default 2.5 x timeout) bounds a call with all its
+    retries, counted from the moment it gets an endpoint slot. A timed-out request is retried at most
+    once, and not while other calls wait for the endpoint: a one-request-at-a-time server is most
+    likely still generating the abandoned answer. ``concurrency_per_endpoint`` sets the endpoint's
+    limiter (default: five calls per episode in flight).
+    """
+
+    api_base: str | None = None
+    api_key: str | None = None
+    timeout: float = 120.0
+    deadline: float | None = None
+    max_retries: int = 4
+    backoff: float = 0.5
+    max_backoff: float = 30.0
+    concurrency: int = 16
+    concurrency_per_endpoint: int | None = None
+    max_tokens: dict[str, int] = field(default_factory=dict)  # role -> limit, over DEFAULT_MAX_TOKENS
+    structured_output: str = "auto"
+    system_prompt: str = "keep"
+    transport: Transport | None = None
+    lean: bool = field(default_factory=lambda: os.environ.get("NCP_LEAN_CALLS", "1") != "0")
+    usage: Usage = field(default_factory=Usage)
+    _limiters: dict[str, AdaptiveLimiter] = field(default_factory=dict, repr=False)
+    _lean_transport: Any = field(default=None, repr=False)
+    _modes: dict[str, str] = field(default_factory=dict, repr=False)          # endpoint|model -> mode
+    _mode_notes: dict[str, list[str]] = field(default_factory=dict, repr=False)  # why modes were skipped
+    # loop -> endpoint|model -> the probe under way (asyncio events belong to the loop that made them)
+    _mode_probes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Event]] = field(
+        default_factory=weakref.WeakKeyDictionary, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.structured_output not in OUTPUT_MODES:
+            raise ValueError(f"unknown structured-output mode {self.structured_output!r}; "
+                             f"valid: {', '.join(OUTPUT_MODES)}")
+        if self.system_prompt not in SYSTEM_PROMPT_MODES:
+            raise ValueError(f"unknown system-prompt mode {self.system_prompt!r}; "
+                             f"valid: {', '.join(SYSTEM_PROMPT_MODES)}")
+
+    @property
+    def call_limit(self) -> int:
+        if self.concurrency_per_endpoint:
+            return self.concurrency_per_endpoint
+        # Each episode has up to four audit calls in flight at once, plus the next turn's player or
+        # narrator call played ahead of that audit (pipelining): five slots per episode.
+        return self.concurrency * CALLS_PER_EPISODE
+
+    @property
+    def call_deadline(self) -> float:
+        return self.deadline if self.deadline is not None else self.timeout * 2.5
+
+    def max_tokens_for(self, role: str) -> int:
+        return int(self.max_tokens.get(role, DEFAULT_MAX_TOKENS.get(role, DEFAULT_MAX_TOKENS["narrator"])))
+
+    def endpoint(self, model: str) -> str:
+        """Where calls for ``model`` go, as ``host:port`` (never a path, query or credentials)."""
+        return endpoint_label(self.api_base, model)
+
+    def limiter(self, model: str) -> AdaptiveLimiter:
+        # One limiter per endpoint and event loop: asyncio primitives belong to the loop that made
+        # them, and a client may serve several loops in turn (one asyncio.run per hand-written test).
+        key = f"{self.api_base or model.split('/', 1)[0]}@{id(asyncio.get_running_loop())}"
+        if key not in self._limiters:
+            self._limiters[key] = AdaptiveLimiter(self.call_limit)
+        return self._limiters[key]
+
+    def output_modes(self) -> dict[str, str]:
+        """The structured-output mode chosen per ``endpoint|model`` so far (what results.json records)."""
+        return dict(self._modes)
+
+    def mode_notes(self, model: str) -> list[str]:
+        return list(self._mode_notes.get(self._mode_key(model), []))
+
+    def _mode_key(self, model: str) -> str:
+        return f"{self.endpoint(model)}|{model}"
+
+    async def complete(
+        self,
+        role: Role,
+        model: str,
+        messages: list[dict[str, Any]],
+        *,
+        step: str | None = None,
+        response_format: dict[str, Any] | None = None,
+        temperature: float | None = None,
+        repeat: int = 0,
+        max_tokens: int | None = None,
+        output_mode: str | None = None,
+    ) -> Completion:
+        """One chat completion. ``response_format`` is the OpenAI json_schema form; how it is actually
+        asked for depends on the structured-output mode (``output_mode`` overrides the client's)."""
+        if self.system_prompt == "merge":
+            messages = merge_system_prompt(messages)
+        request: dict[str, Any] = {"role": role, "model": model, "messages": messages, "step": step,
+                                   "response_format": None, "temperature": temperature, "repeat": repeat,
+                                   "max_tokens": max_tokens if max_tokens is not None else self.max_tokens_for(role)}
+        if response_format is None:
+            return await self._call(request, None)
+        mode = output_mode or self.structured_output
+        if mode != "auto":
+            return await self._call(shape_structured(request, response_format, mode), mode)
+        key = self._mode_key(model)
+        known = self._modes.get(key)
+        if known is not None:
+            return await self._call(shape_structured(request, response_format, known), known)
+        # The first structured call per endpoint and model probes the mode; calls that arrive meanwhile
+        # wait for the probe's answer (not for each other), then all go at once with the mode it found.
+        # Nobody holds a lock while making a request: that serialised every episode's first audit calls
+        # (issue 20). A probe that failed for another reason (timeout, 5xx) decided nothing: its waiters
+        # then probe at once, each for itself, rather than one after another.
+        probes = self._mode_probes.setdefault(asyncio.get_running_loop(), {})
+        probe = probes.get(key)
+        if probe is None:
+            probes[key] = done = asyncio.Event()
+            try:
+                return await self._probe_mode(key, request, response_format)
+            finally:
+                del probes[key]
+                done.set()
+        await probe.wait()
+        known = self._modes.get(key)
+        if known is not None:
+            return await self._call(shape_structured(request, response_format, known), known)
+        return await self._probe_mode(key, request, response_format)
+
+    async def _probe_mode(self, key: str, request: dict[str, Any], response_format: dict[str, Any]) -> Completion:
+        """Try each structured-output mode in turn until one is accepted; remember it for ``key``."""
+        for candidate in OUTPUT_MODES[1:]:
+            try:
+                completion = await self._call(shape_structured(request, response_format, candidate), candidate)
+            except ModelError as exc:
+                if not exc.rejects_format or candidate == OUTPUT_MODES[-1]:
+                    raise
+                self._mode_notes.setdefault(key, []).append(f"{candidate} rejected: {brief_error(str(exc))}")
+                continue
+            self._modes[key] = candidate
+            return completion
+        raise AssertionError("unreachable: the prompt mode sends no response_format to reject")
+
+    def _through_litellm(self, model: str) -> bool:
+        """Whether a call for ``model`` goes through litellm (directly or under a cassette)."""
+        if self.transport is not None and getattr(self.transport, "inner", None) != self.model_call:
+            return False
+        if self.lean:
+            from .openai_compat import handles
+
+            return not handles(model)
+        return True
+
+    async def _call(self, request: dict[str, Any], mode: str | None) -> Completion:
+        if self._through_litellm(request["model"]):
+            import_litellm()  # seconds on a cold start: never counted against a request's timeout
+        call = self.transport or self.model_call
+        role, model = request["role"], request["model"]
+        where = self.endpoint(model)
+        limiter = self.limiter(model)
+        deadline_at: float | None = None
+        attempt = timeouts = 0
+        while True:
+            attempt += 1
+            started = time.monotonic()
+            try:
+                async with limiter:
+                    now = time.monotonic()
+                    deadline_at = deadline_at or now + self.call_deadline
+                    per_try = max(0.1, min(self.timeout, deadline_at - now))
+                    request["timeout"] = per_try
+                    started = now
+                    completion = await asyncio.wait_for(call(request), timeout=per_try + 2)
+            except Exception as exc:  # noqa: BLE001 - classified below, re-raised as ModelError
+                status, retry_after = _classify(exc)
+                timed_out = _timed_out(exc)
+                if status == 429:
+                    limiter.throttled()
+                rejects_format = mode in ("json_schema", "json_object") and _names_format(exc, status)
+                retryable = (status in _RETRYABLE_STATUS or status is None and _is_transient(exc)) \
+                    and not _missing_key(exc) and not rejects_format
+                delay = self._delay(attempt, retry_after)
+                why = ""
+                if timed_out:
+                    timeouts += 1
+                    if timeouts > 1:
+                        retryable, why = False, " (a timed-out request is retried once at most)"
+                    elif limiter.saturated:
+                        retryable, why = False, " (not retried: other calls are waiting for this endpoint)"
+                out_of_time = deadline_at is not None and time.monotonic() + delay >= deadline_at
+                if retryable and out_of_time and attempt <= self.max_retries:
+                    retryable, why = False, f" (call deadline of {self.call_deadline:g}s reached)"
+                if not retryable or attempt > self.max_retries:
+                    raise ModelError(
+                        f"{role} call to {model} failed after {attempt} attempt(s) at {where}{why}: "
+                        f"{_describe_failure(exc, where, request.get('timeout'))}",
+                        role=role, model=model, status=status, attempts=attempt, endpoint=where,
+                        rejects_format=rejects_format,
+                    ) from None
+                await asyncio.sleep(delay)
+                continue
+            await limiter.succeeded()
+            completion = _replace(completion, attempts=attempt, latency_s=time.monotonic() - started,
+                                  max_tokens=request.get("max_tokens"), output_mode=mode)
+            self.usage.add(completion)
+            episode_usage = current_usage.get()
+            if episode_usage is not None:
+                episode_usage.add(completion)
+            return completion
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_backoff)
+        base = min(self.backoff * 2 ** (attempt - 1), self.max_backoff)
+        return base * (0.5 + random.random() / 2)
+
+    async def model_call(self, request: dict[str, Any]) -> Completion:
+        """One attempt at a request, by the lean path or litellm (the transport cassettes wrap)."""
+        if self.lean:
+            from .openai_compat import LeanTransport, handles
+
+            if handles(request["model"]):
+                if self._lean_transport is None:
+                    self._lean_transport = LeanTransport(api_base=self.api_base, api_key=self.api_key,
+                                                         timeout=self.timeout)
+                return await self._lean_transport(request, request_params(request))
+        return await self._litellm_call(request)
+
+    async def _litellm_call(self, request: dict[str, Any]) -> Completion:
+        return await litellm_call(request, api_base=self.api_base, api_key=self.api_key, timeout=self.timeout)
+
+
+def endpoint_label(api_base: str | None, model: str) -> str:
+    """``host:port`` of the endpoint a model is reached at; never credentials, paths or queries."""
+    base = api_base
+    provider = model.split("/", 1)[0] if "/" in model else "openai"
+    if not base and provider == "openai":
+        base = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") or "https://api.openai.com"
+    if not base and provider in ("ollama", "ollama_chat"):
+        base = os.environ.get("OLLAMA_API_BASE") or "http://localhost:11434"
+    if not base:
+        return provider
+    parts = urlsplit(base if "://" in base else f"http://{base}")
+    host = parts.hostname or "?"
+    port: int | str
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        port = "?"
+    return f"{host}:{port}"
+
+
+def brief_error(message: str, limit: int = 240) -> str:
+    """A ModelError message on one line, from the server's own words on (litellm's class-name chatter
+    and our 'call to ... at host:port' prefix dropped)."""
+    text = " ".join(message.split())
+    if " failed after " in text and ": " in text:
+        text = text.split(": ", 1)[1]  # after "... attempt(s) at host:port"
+    text = text.rsplit("Exception - ", 1)[-1]
+    text = re.sub(r"^\w+Error: (?=HTTP \d{3}: )", "", text)  # the lean path's error class before its HTTP status
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _replace(c: Completion, **changes: Any) -> Completion:
+    from dataclasses import replace
+
+    return replace(c, **changes)
+
+
+def _classify(exc: BaseException) -> tuple[int | None, float | None]:
+    """HTTP status and Retry-After seconds of a failed call, when it had them."""
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return 408, None
+    status = getattr(exc, "status_code", None)
+    if not isinstance(status, int):
+        status = None
+    name = type(exc).__name__
+    if status is None:
+        status = {"RateLimitError": 429, "Timeout": 408, "InternalServerError": 500,
+                  "ServiceUnavailableError": 503, "BadGatewayError": 502}.get(name)
+    headers: Any = getattr(exc, "litellm_response_headers", None)
+    response = getattr(exc, "response", None)
+    if headers is None and response is not None:
+        headers = getattr(response, "headers", None)
+    return status, _retry_after(headers)
+
+
+def _retry_after(headers: Any) -> float | None:
+    if not headers:
+        return None
+    try:
+        value = headers.get("retry-after") or headers.get("Retry-After")
+    except Exception:  # noqa: BLE001 - odd header containers
+        return None
+    if value is None:
+        return None
+    # A malformed value ("soon", "nan") is treated as absent: the usual backoff applies.
+    try:
+        seconds = float(value)
+        return seconds if math.isfinite(seconds) else None
+    except (TypeError, ValueError):
+        pass
+    try:
+        parsed = email.utils.parsedate_to_datetime(str(value))
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if parsed is None or parsed.tzinfo is None:
+        return None
+    return max(0.0, parsed.timestamp() - time.time())
+
+
+def _timed_out(exc: BaseException) -> bool:
+    return isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or type(exc).__name__ in (
+        "Timeout", "APITimeoutError", "ReadTimeout", "TimeoutException", "ServerTimeoutError")
+
+
+def _names_format(exc: BaseException, status: int | None) -> bool:
+    """A 4xx/5xx rejection whose message names the response format: the same request fails every time."""
+    if status is None or status < 400 or status in (408, 429):
+        return False
+    text = str(exc).lower()
+    return any(word in text for word in _FORMAT_WORDS)
+
+
+def _is_connection_failure(exc: BaseException) -> bool:
+    text = str(exc)
+    return type(exc).__name__ in ("APIConnectionError", "ConnectError", "ConnectionRefusedError", "ClientConnectorError",
+                                  "ClientConnectionError", "ServerDisconnectedError", "ClientOSError") \
+        or isinstance(exc, ConnectionError) or "Connection error" in text or "Connection refused" in text \
+        or "Cannot connect" in text
+
+
+def _describe_failure(exc: BaseException, where: str, timeout: float | None) -> str:
+    if _timed_out(exc):
+        return f"no answer within {timeout:g}s (--timeout) from {where}" if timeout else f"timed out ({where})"
+    if _is_connection_failure(exc):
+        return f"cannot connect to {where} ({type(exc).__name__}: {_first_line(str(exc))})"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _missing_key(exc: BaseException) -> bool:
+    # The OpenAI client refuses to start without a key; litellm reports that as a server error (500),
+    # but no retry can fix a missing setting.
+    text = str(exc)
+    return "Missing credentials" in text or "api_key client option must be set" in text
+
+
+def _is_transient(exc: BaseException) -> bool:
+    name = type(exc).__name__
+    return name in {"APIConnectionError", "Timeout", "ServiceUnavailableError", "InternalServerError",
+                    "ConnectError", "ReadTimeout", "RemoteProtocolError",
+                    # the lean path's client (aiohttp)
+                    "ClientConnectorError", "ClientConnectionError", "ServerDisconnectedError", "ClientOSError",
+                    "ClientPayloadError", "ServerTimeoutError"} or isinstance(exc, ConnectionError)
+
+
+class EndpointError(Exception):
+    """``GET /models`` failed: an HTTP status, an unreachable endpoint (``reason``), or an answer that is not JSON."""
+
+    def __init__(self, reason: Any, *, status: int | None = None, not_json: bool = False):
+        self.reason, self.status, self.not_json = reason, status, not_json
+        super().__init__(str(reason))
+
+
+def get_models(base: str, *, api_key: str | None, timeout: float = 10) -> Any:
+    """The JSON answer of an OpenAI-compatible ``GET {base}/models`` (``ncp doctor``'s first check)."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(base.rstrip("/") + "/models")
+    if api_key:
+        request.add_header("Authorization", f"Bearer {api_key}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the user's own endpoint
+            data = json.loads(response.read().decode("utf-8") or "{}")
+    except urllib.error.HTTPError as exc:
+        raise EndpointError(exc.reason, status=exc.code) from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise EndpointError(getattr(exc, "reason", exc)) from None
+    except ValueError as exc:
+        raise EndpointError(exc, not_json=True) from None
+    return data

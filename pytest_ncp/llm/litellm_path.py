@@ -1,0 +1,100 @@
+"""The litellm path: every provider that is not OpenAI-compatible (and all of them with ``NCP_LEAN_CALLS=0``).
+
+litellm is imported on the first call only: importing it costs seconds, and the pytest plugin is
+loaded by every pytest run where it is installed. Nothing here changes litellm for the rest of the
+process (a narrator under test may use litellm itself): settings go with each call.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .request import request_params
+from .types import ROLE_HEADER, STEP_HEADER, Completion
+
+
+async def litellm_call(request: dict[str, Any], *, api_base: str | None, api_key: str | None,
+                       timeout: float) -> Completion:
+    litellm = import_litellm()
+    model = request["model"]
+    headers = {ROLE_HEADER: request["role"]}
+    if request.get("step"):
+        headers[STEP_HEADER] = request["step"]
+    kwargs: dict[str, Any] = {
+        **request_params(request),
+        "model": model,
+        "timeout": request.get("timeout") or timeout,
+        "num_retries": 0,  # we own the retry loop (litellm's needs tenacity, which it does not install)
+        "extra_headers": headers,
+        # Per call, never litellm.drop_params for the whole process: an unsupported parameter is an error
+        # we want to see, and a narrator under test that uses litellm keeps its own setting.
+        "drop_params": False,
+    }
+    response_format = kwargs.get("response_format")
+    if model.split("/", 1)[0] in ("ollama", "ollama_chat") and response_format \
+            and response_format.get("type") == "json_object" and response_format.get("schema"):
+        kwargs["format"] = kwargs.pop("response_format")["schema"]  # Ollama's native API: schema as `format`
+    if api_base:
+        kwargs["api_base"] = api_base
+        # Local OpenAI-compatible servers (Ollama, vLLM, test servers) rarely need a key,
+        # but the OpenAI client refuses to start without one.
+        if api_key is None and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+            kwargs["api_key"] = "ncp-no-key"
+    if api_key:
+        kwargs["api_key"] = api_key
+    response = await litellm.acompletion(**kwargs)
+    choice = response.choices[0]
+    text = choice.message.content or ""
+    usage = getattr(response, "usage", None)
+    # litellm prices the call itself (from its local cost map); unknown models have no price.
+    hidden = getattr(response, "_hidden_params", None) or {}
+    cost = float(hidden.get("response_cost") or 0.0)
+    return Completion(
+        text=text, model=model, role=request["role"], step=request.get("step"),
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        cost_usd=cost, finish_reason=getattr(choice, "finish_reason", None),
+    )
+
+
+_litellm: Any = None
+_own_process = False
+
+
+def quiet_in_own_process() -> None:
+    """For the ``ncp`` command, which owns its process: litellm's help banners and debug logs stay off.
+
+    The pytest plugin never calls this: a narrator under test shares pytest's process, and its litellm
+    keeps whatever settings it chose.
+    """
+    global _own_process
+    _own_process = True
+    if _litellm is not None:
+        _litellm.suppress_debug_info = True
+
+
+def import_litellm() -> Any:
+    """litellm, imported once on first use, without changing its settings for the rest of the process.
+
+    One environment variable is set, and only when we are the ones importing litellm and the user has
+    not set it: ``LITELLM_LOCAL_MODEL_COST_MAP``, read once at litellm's import, makes it read the price
+    table it ships instead of downloading one (an import that reaches the network would hang an
+    offline CI run). That is acceptable where a narrator under test also uses litellm: it only decides
+    where the same table comes from, no call behaves differently, and there is no per-call way to say
+    it. (``openai_compat`` reads that bundled table as a file when litellm is not needed at all.)
+    """
+    global _litellm
+    if _litellm is None:
+        import sys
+
+        if "litellm" not in sys.modules:
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            if _own_process:
+                os.environ.setdefault("LITELLM_LOG", "ERROR")
+        import litellm
+
+        if _own_process:
+            litellm.suppress_debug_info = True
+        _litellm = litellm
+    return _litellm

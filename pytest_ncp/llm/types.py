@@ -1,0 +1,90 @@
+"""What a model call returns and how it fails: plain data every layer above the client may hold."""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..core.redact import scrub
+
+Role = Literal["narrator", "player", "auditor", "author"]  # author: drafting specs
+
+ROLE_HEADER = "X-NCP-Role"  # lets a scripted test server (pytest_ncp.testing) answer per role
+STEP_HEADER = "X-NCP-Step"  # the auditor step, also when no json_schema names it (json_object / prompt modes)
+
+
+class ModelError(Exception):
+    """A model call failed for infrastructure reasons (after retries). Never a narrator verdict."""
+
+    def __init__(self, message: str, *, role: str | None = None, model: str | None = None,
+                 status: int | None = None, attempts: int = 1, endpoint: str | None = None,
+                 rejects_format: bool = False):
+        self.role, self.model, self.status, self.attempts = role, model, status, attempts
+        self.endpoint = endpoint
+        # The server refused the request because of its response_format (a deterministic rejection).
+        self.rejects_format = rejects_format
+        super().__init__(scrub(message))
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    model: str
+    role: str
+    step: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    attempts: int = 1
+    latency_s: float = 0.0
+    finish_reason: str | None = None   # "length": the answer was cut by max_tokens
+    max_tokens: int | None = None
+    output_mode: str | None = None     # structured-output mode of the call (None: plain text)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
+
+
+@dataclass
+class Usage:
+    """Running totals; one per episode, and one per client for the whole run."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    truncated: list[dict[str, Any]] = field(default_factory=list)  # calls cut by max_tokens
+    output_modes: dict[str, str] = field(default_factory=dict)     # model -> structured-output mode used
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, c: Completion) -> None:
+        self.calls += 1
+        self.prompt_tokens += c.prompt_tokens
+        self.completion_tokens += c.completion_tokens
+        self.cost_usd += c.cost_usd
+        if c.truncated:
+            self.truncated.append({"role": c.role, "step": c.step, "model": c.model, "max_tokens": c.max_tokens,
+                                   "completion_tokens": c.completion_tokens})
+        if c.output_mode:
+            self.output_modes[c.model] = c.output_mode
+
+    def merge(self, other: Usage) -> None:
+        self.calls += other.calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cost_usd += other.cost_usd
+
+
+# Per-episode usage: every completion made inside an episode's task tree is added to it as well.
+current_usage: contextvars.ContextVar[Usage | None] = contextvars.ContextVar("ncp_usage", default=None)
+# The running episode's key (``<spec>--r<repeat>``): cassettes keep one file per episode.
+current_episode: contextvars.ContextVar[str | None] = contextvars.ContextVar("ncp_episode", default=None)

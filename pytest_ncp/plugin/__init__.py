@@ -1,0 +1,186 @@
+"""pytest entry point (``pytest11: ncp``): the hooks, each delegating to the session, collection and report.
+
+The fixtures live in ``fixtures.py`` and register through this module (pytest reads a plugin's
+attributes); xdist hooks in ``xdist.py``, registered only when pytest-xdist is installed.
+
+Loaded by every pytest run where pytest-ncp is installed, so it imports nothing heavy: no litellm,
+yaml, pydantic or syrupy at import time, and without a narrator configured it collects nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..core.exit_codes import EXIT_ERROR_BUDGET
+from . import options
+from .fixtures import (  # noqa: F401 - fixtures register through the plugin module
+    load_spec, ncp_api_base, ncp_auditor, ncp_client, ncp_fork, ncp_model_server, ncp_narrator, ncp_settings,
+    ncp_snapshot, run_episode, scripted_player,
+)
+from .options import SETTINGS_KEY
+from .session import SESSION_KEY, NcpSession
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    options.add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{options.MARKER}(**settings): a pytest-ncp narrative test; as a marker on "
+                                       "a hand-written test, overrides run_episode settings (max_turns, player, ...)")
+    settings = options.resolve(config)
+    config.stash[SETTINGS_KEY] = settings
+    if not settings.enabled:
+        return
+    is_worker = hasattr(config, "workerinput")
+    trace_root = settings.report or _trace_root(config)
+    ncp = config.stash[SESSION_KEY] = NcpSession(settings, is_worker=is_worker, trace_root=trace_root)
+    config.pluginmanager.register(_ReportListener(ncp), "ncp-reports")
+    from .collect import add_default_spec_paths
+
+    add_default_spec_paths(config, settings.specs)
+    from .collect import add_failures_path
+
+    add_failures_path(config, settings.failures, settings.failures_only)
+    if config.pluginmanager.hasplugin("xdist"):
+        from .xdist import XdistHooks
+
+        config.pluginmanager.register(XdistHooks(), "ncp-xdist")
+
+
+def _trace_root(config: pytest.Config) -> Path:
+    """Where traces go without --ncp-report: pytest's cache directory, or, when the cache is off
+    (``-p no:cacheprovider``), a fresh temporary directory, so no ``.pytest_cache`` appears."""
+    if config.pluginmanager.has_plugin("cacheprovider"):
+        return Path(config.rootpath) / str(config.getini("cache_dir")) / "ncp"
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="pytest-ncp-traces-"))
+
+
+def _ncp(config: pytest.Config) -> NcpSession | None:
+    return config.stash.get(SESSION_KEY, None)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    # Spec files are collected the pytest way, so paths and node ids on the command line, -k, --lf,
+    # --ff and --sw select them like any test file (collect.is_spec_file says which YAML files count).
+    ncp = _ncp(parent.config)
+    if ncp is None or file_path.suffix not in (".yaml", ".yml", ".jsonl"):
+        return None
+    from .collect import FailureFile, SpecFile, is_failure_file, is_spec_file
+
+    if file_path.suffix == ".jsonl":
+        if is_failure_file(parent.config, ncp.settings.failures, file_path):
+            return FailureFile.from_parent(parent, path=file_path)
+        return None
+
+    if not is_spec_file(parent.config, ncp.settings.specs, file_path):
+        return None
+    return SpecFile.from_parent(parent, path=file_path)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    ncp = _ncp(session.config)
+    if ncp is None or ncp.is_worker or session.config.option.collectonly:
+        return
+    # Auditor canaries run once, on the controller, beside the episodes. Not in pytest_runtestloop: under
+    # xdist the controller's own runtestloop answers that hook first and ours never runs.
+    ncp.start_canaries()
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    ncp = _ncp(config)
+    if ncp is None or ncp.settings.failures is None:
+        return
+    from .collect import failures_first
+
+    failures_first(config, items, ncp.settings.failures_only)
+
+
+def pytest_runtestloop(session: pytest.Session) -> None:
+    ncp = _ncp(session.config)
+    if ncp is None or ncp.is_worker or session.config.option.collectonly:
+        return
+    from .collect import EpisodeItem
+
+    # Start every selected episode now, so they run concurrently while items report in order.
+    ncp.prefetch([(i.spec, i.repeat) for i in session.items if isinstance(i, EpisodeItem)])
+    from .collect import ForkItem
+
+    for item in session.items:  # stored failures too: each samples its turn concurrently with the rest
+        if isinstance(item, ForkItem):
+            ncp.fork(item.stored)
+
+
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    ncp = _ncp(item.config)
+    if ncp is None or not ncp.is_worker:
+        return
+    from .collect import _SpecItem
+
+    # An xdist worker learns its items one at a time: start the next item's episode now, so it runs
+    # while this one is reported (the controller's prefetch covers runs without xdist).
+    ncp.prefetch([(i.spec, i.repeat) for i in (item, nextitem) if isinstance(i, _SpecItem)])
+
+
+class _ReportListener:
+    """Registered only when a narrator is configured: feeds every report to the session's merger
+    (on the xdist controller, reports arrive from all workers)."""
+
+    def __init__(self, ncp: NcpSession):
+        self.ncp = ncp
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.user_properties:
+            # A skipped setup is an unknown outcome within --ncp-max-error-rate: it still counts.
+            self.ncp.record_report(report.nodeid, report.when, report.failed or report.skipped,
+                                   report.user_properties)
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self.ncp.interrupted = True  # the summary then says how to resume
+
+
+@pytest.hookimpl(tryfirst=True)  # before junitxml writes its file, so the canary properties reach it
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    ncp = _ncp(session.config)
+    if ncp is None:
+        return
+    ncp.close()
+    code = ncp.finish()
+    # An exceeded error budget has its own exit code (6), over "tests failed": the run proves nothing.
+    if code == EXIT_ERROR_BUDGET and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        session.exitstatus = EXIT_ERROR_BUDGET
+    elif code and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    try:
+        from _pytest.junitxml import xml_key  # private: guarded, a pytest without it just gets no properties
+    except ImportError:  # pragma: no cover
+        return
+    xml = session.config.stash.get(xml_key, None)
+    if xml is not None:
+        for name, value in ncp.junit_properties():
+            xml.add_global_property(name, value)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    ncp = _ncp(config)
+    if ncp is None:
+        return
+    lines = ncp.summary_lines()
+    if ncp.interrupted and ncp.settings.report:
+        lines.append(f"interrupted: {len(ncp.episodes)} finished episode(s) are in {ncp.settings.report / 'results.json'}"
+                     f"; run the same command with --ncp-resume to continue")
+    if lines:
+        terminalreporter.write_sep("=", "ncp: narrative commitment preservation")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
+def pytest_assertrepr_compare(config: pytest.Config, op: str, left: Any, right: Any) -> list[str] | None:
+    from .assertions import explain_comparison
+
+    return explain_comparison(op, left, right)

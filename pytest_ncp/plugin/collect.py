@@ -1,0 +1,339 @@
+"""Spec files as pytest nodes: one episode test per (spec, repeat), one test per commitment.
+
+Every test of a spec reads the same episode, which runs once per session (``NcpSession``). Outcomes:
+a confirmed conflict, or a narrator error (it raised, timed out or answered nothing: the narrator's
+fault), fails the episode test; a violated commitment, or an achievement not satisfied by the end,
+fails that commitment's test; auditor, model and player errors (unknown outcomes) raise in ``setup``
+and so are pytest *errors*, never failures; with ``--ncp-max-error-rate`` above 0 they are skipped
+instead and the session checks the budget at the end. Under a survival gate, failures are xfailed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+import pytest
+
+from .options import MARKER, PROPERTY_PREFIX
+from .session import SESSION_KEY, NcpSession
+
+if TYPE_CHECKING:
+    from ..engine.episode import EpisodeResult
+    from ..core.spec import NarrativeSpec
+
+
+class NarrativeFailure(AssertionError):
+    """A narrator broke a commitment: the message is the whole failure text, headline first."""
+
+
+class EpisodeError(pytest.fail.Exception):  # type: ignore[name-defined]
+    """The episode could not be judged (auditor, model or narrator error).
+
+    Raised in ``setup``, so pytest reports an error, not a failure. It is pytest's own ``Failed``
+    outcome without a Python traceback: pytest formats setup errors itself (item.repr_failure is only
+    used for the call phase), and the engine's traceback says nothing about the narrator. The message
+    is the whole story: headline, error kind and message, the trace file (which keeps the traceback).
+    """
+
+    __module__ = "builtins"  # as pytest's own Failed: the summary line reads "EpisodeError: <headline>"
+
+    def __init__(self, message: str):
+        super().__init__(message, pytrace=False)
+
+
+class SpecInvalid(pytest.fail.Exception):  # type: ignore[name-defined]
+    """A spec file failed validation; the message lists path:line: field: message (no traceback)."""
+
+    __module__ = "builtins"
+
+    def __init__(self, message: str):
+        super().__init__(f"invalid spec\n{message}", pytrace=False)
+
+
+def _key(spec_id: str, repeat: int, repeats: int) -> str:
+    return spec_id if repeats == 1 else f"{spec_id}-r{repeat}"
+
+
+def _given_paths(config: pytest.Config) -> list[Path]:
+    """The paths of the session's arguments (node ids cut at ``::``), resolved from where pytest started."""
+    here = Path(config.invocation_params.dir)
+    return [(here / a.split("::", 1)[0]).resolve() for a in config.args]
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _add_arg(config: pytest.Config, path: Path) -> None:
+    """Collect ``path`` too, unless an argument already covers it (pytest would collect it twice)."""
+    path = (Path(config.invocation_params.dir) / path).resolve()
+    if not any(_within(path, given) for given in _given_paths(config)):
+        config.args.append(str(path))
+
+
+def add_default_spec_paths(config: pytest.Config, specs: Sequence[Path]) -> None:
+    """Spec tests come from ``--ncp-specs`` / ``ncp_specs`` when no path was given on the command line.
+
+    ``pytest`` alone (or ``testpaths``) runs the configured specs beside the usual tests; ``pytest
+    tests/test_x.py`` runs just that file; ``pytest specs/caligari.yaml`` just that spec. xdist workers
+    re-parse the same command line, so they decide the same way.
+    """
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        return
+    for spec in specs:
+        _add_arg(config, spec)
+
+
+def is_spec_file(config: pytest.Config, specs: Sequence[Path], file_path: Path) -> bool:
+    """A YAML file is a spec when it lies under a configured spec path or was named on the command line."""
+    path = file_path.resolve()
+    here = Path(config.invocation_params.dir)
+    if any(_within(path, (here / root).resolve()) for root in specs):
+        return True
+    return config.args_source == pytest.Config.ArgsSource.ARGS and path in _given_paths(config)
+
+
+class SpecFile(pytest.File):
+    """A YAML spec, collected through ``pytest_collect_file`` (see ``is_spec_file``)."""
+
+    @property
+    def ncp(self) -> NcpSession:
+        return self.config.stash[SESSION_KEY]
+
+    def collect(self) -> Iterable[pytest.Item]:
+        from ..core.spec import SpecError, load_spec
+
+        try:
+            spec = load_spec(self._display_path())
+            self.ncp.claim_id(spec)
+        except SpecError as exc:
+            yield InvalidSpecItem.from_parent(self, name="spec", message=str(exc))
+            return
+        repeats = self.ncp.settings.run.repeats
+        for repeat in range(repeats):
+            key = _key(spec.id, repeat, repeats)
+            yield EpisodeItem.from_parent(self, name=f"episode[{key}]", spec=spec, repeat=repeat)
+            for index, commitment in enumerate(spec.commitments):
+                yield CommitmentItem.from_parent(self, name=f"commitment[{key}:{commitment.id}]", spec=spec,
+                                                 repeat=repeat, commitment_id=commitment.id, index=index)
+
+
+    def _display_path(self) -> Path:
+        # Headlines name the spec as the user would type it: relative to where pytest was started.
+        here = Path(self.config.invocation_params.dir)
+        try:
+            return self.path.relative_to(here)
+        except ValueError:
+            return self.path
+
+
+def _nodeid(kwargs: dict[str, Any]) -> dict[str, Any]:
+    # Given as a string, the node id is parsed the way pytest parses the ids it stored (the --lf
+    # cache, ids pasted on the command line): pytest 9.2 compares structured ids, and a name like
+    # ``episode[caligari]`` built by the default child() would keep its brackets unparsed.
+    kwargs.setdefault("nodeid", f"{kwargs['parent'].nodeid}::{kwargs['name']}")
+    return kwargs
+
+
+class _NcpItem(pytest.Item):
+    """What every narrative test shares: the session, and a failure whose message is the whole report."""
+
+    @property
+    def ncp(self) -> NcpSession:
+        return self.config.stash[SESSION_KEY]
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, (NarrativeFailure, EpisodeError)):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, self.name
+
+
+class _SpecItem(_NcpItem):
+    def __init__(self, *, spec: NarrativeSpec, repeat: int, **kwargs: Any):
+        super().__init__(**_nodeid(kwargs))
+        self.spec, self.repeat = spec, repeat
+        self.add_marker(MARKER)
+        self.result: EpisodeResult | None = None
+
+    def setup(self) -> None:
+        self.result = self.ncp.result(self.spec, self.repeat)
+        self._properties(self.result)
+        if self.result.error and self.result.error.kind != "narrator":
+            from ..report.text import headline
+
+            if self.ncp.settings.max_error_rate > 0:
+                pytest.skip(f"unknown outcome, counted against the error budget: {headline(self.result)}")
+            raise EpisodeError(self._error_text())
+
+    def _error_text(self) -> str:
+        """Headline, the error, the trace path; the traceback only with -vv (it is in the trace)."""
+        from ..report.text import headline
+        from ..core.safe_text import printable
+
+        assert self.result is not None and self.result.error is not None
+        error = self.result.error
+        text = f"{headline(self.result)}\n\n{error.kind} error:\n{error.message}"
+        if self.result.trace:
+            text += f"\n\ntrace: {self.result.trace}" + (" (the traceback is in it; -vv shows it here)"
+                                                          if error.traceback else "")
+        if error.traceback and (self.config.option.verbose or 0) >= 2:
+            text += f"\n\n{error.traceback}"
+        return printable(text)
+
+    def _properties(self, result: EpisodeResult) -> None:
+        pass
+
+    def _fail(self, text: str, headline: str) -> None:
+        if self.ncp.settings.gate is not None:
+            pytest.xfail(headline)
+        raise NarrativeFailure(text)
+
+
+class EpisodeItem(_SpecItem):
+    def _properties(self, result: EpisodeResult) -> None:
+        data = result.to_dict()
+        for key in ("spec_id", "repeat", "turns", "termination", "progress", "satisfied", "tokens", "cost_usd", "trace"):
+            self.user_properties.append((PROPERTY_PREFIX + key, data[key]))
+        self.user_properties.append((PROPERTY_PREFIX + "survived", result.survived))
+        # The whole episode record, so the controller can merge results.json and the gate under xdist.
+        self.user_properties.append((PROPERTY_PREFIX + "episode", json.dumps(data, ensure_ascii=False)))
+
+    def runtest(self) -> None:
+        from ..report.text import failure_text, headline, transcript_text
+
+        assert self.result is not None
+        self.add_report_section("call", "ncp transcript", transcript_text(self.result))
+        if self.result.termination.is_conflict:
+            self._fail(failure_text(self.result), headline(self.result))
+        if self.result.error:  # only a narrator error gets here (setup raised the others): the narrator's fault
+            self._fail(self._error_text(), headline(self.result))
+
+
+class CommitmentItem(_SpecItem):
+    def __init__(self, *, commitment_id: str, index: int, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.commitment_id, self.index = commitment_id, index
+
+    def _properties(self, result: EpisodeResult) -> None:
+        self.user_properties.append((PROPERTY_PREFIX + "commitment", self.commitment_id))
+        self.user_properties.append((PROPERTY_PREFIX + "state", result.commitment_states[self.commitment_id]))
+
+    def runtest(self) -> None:
+        from ..report.text import commitment_text
+
+        assert self.result is not None
+        commitment = self.spec.commitment(self.commitment_id)
+        state = self.result.commitment_states[self.commitment_id]
+        if state == "VIOLATED" or (commitment.kind == "achievement" and state != "SATISFIED"):
+            text = commitment_text(self.result, self.commitment_id)
+            self._fail(text, text.splitlines()[0])
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        line = self.spec.line_of("commitments", self.index)
+        return self.path, (line - 1 if line else None), self.name
+
+
+class InvalidSpecItem(pytest.Item):
+    """Stands for a spec that failed validation: an error for that file only; the rest still runs."""
+
+    def __init__(self, *, message: str, **kwargs: Any):
+        super().__init__(**_nodeid(kwargs))
+        self.message = message
+        self.add_marker(MARKER)
+
+    def setup(self) -> None:
+        raise SpecInvalid(self.message)
+
+    def runtest(self) -> None:  # pragma: no cover - setup always raises
+        raise SpecInvalid(self.message)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, "invalid spec"
+
+
+# --- stored failures (--ncp-failures) ------------------------------------------------------------------
+
+
+def is_failure_file(config: pytest.Config, folder: Path | None, file_path: Path) -> bool:
+    return folder is not None and file_path.suffix == ".jsonl" and file_path.resolve().parent == folder.resolve()
+
+
+def add_failures_path(config: pytest.Config, folder: Path | None, only: bool = False) -> None:
+    """Stored failures are collected (and run first, like --ff) when the session names the folder and no
+    test paths were given on the command line (as the configured specs), or with --ncp-failures-only."""
+    if folder is None or not folder.is_dir() or not any(folder.glob("*.jsonl")):
+        return
+    if config.args_source == pytest.Config.ArgsSource.ARGS and not only:
+        return
+    _add_arg(config, folder)
+
+
+def failures_first(config: pytest.Config, items: list[pytest.Item], only: bool) -> None:
+    """Stored failures run before everything else; with --ncp-failures-only, nothing else runs."""
+    forks = [i for i in items if isinstance(i, ForkItem)]
+    rest = [i for i in items if not isinstance(i, ForkItem)]
+    if only and rest:
+        config.hook.pytest_deselected(items=rest)
+        rest = []
+    items[:] = forks + rest
+
+
+class FailureFile(pytest.File):
+    """A stored failure ``<spec-id>@t<turn>.jsonl`` of the failures folder: one ``fork[...]`` test."""
+
+    def collect(self) -> Iterable[pytest.Item]:
+        from ..engine.failures import read_failure
+        from ..core.traces import RunFileError
+
+        try:
+            stored = read_failure(self.path)
+        except RunFileError as exc:
+            yield InvalidSpecItem.from_parent(self, name="failure", message=str(exc))
+            return
+        yield ForkItem.from_parent(self, name=f"fork[{stored.name}]", stored=stored)
+
+
+class ForkItem(_NcpItem):
+    """Samples the stored failure's turn ``--ncp-fork-samples`` times from the state before it; passes when
+    no sample is a confirmed conflict. Auditor/model errors are unknown outcomes (setup errors)."""
+
+    def __init__(self, *, stored: Any, **kwargs: Any):
+        super().__init__(**_nodeid(kwargs))
+        self.stored = stored
+        self.add_marker(MARKER)
+        self.outcome: Any = None
+
+    def setup(self) -> None:
+        from ..engine.fork import ForkError
+        from ..core.spec import SpecError
+
+        self.user_properties.append((PROPERTY_PREFIX + "fork", self.stored.path.name))
+        try:
+            self.outcome = self.ncp.fork(self.stored).result()
+        except (ForkError, SpecError) as exc:
+            raise EpisodeError(f"{self.name}: cannot fork this stored failure: {exc}\n(remove it with "
+                               f"`ncp failures prune {self.stored.path.parent}` or delete {self.stored.path})") from None
+        unknown = [r for r in self.outcome.results if r.error and r.error.kind != "narrator"]
+        if unknown:
+            from ..core.safe_text import printable
+
+            e = unknown[0].error
+            raise EpisodeError(printable(f"{self.name}: {len(unknown)} sample(s) could not be judged: "
+                                         f"{e.kind} error: {e.message}"))
+
+    def runtest(self) -> None:
+        from ..core.safe_text import printable
+
+        outcome = self.outcome
+        bad = outcome.conflicts + [r for r in outcome.results if r.error and r.error.kind == "narrator"]
+        if not bad:  # a failure's message already holds these lines
+            self.add_report_section("call", "ncp fork", "\n".join(outcome.lines()))
+        if bad:
+            raise NarrativeFailure(printable("\n".join(
+                [f"{self.name}: still failing: {len(bad)} of {len(outcome.results)} sample(s) at turn "
+                 f"{self.stored.turn} ({self.stored.path})", *outcome.lines()[1:]])))

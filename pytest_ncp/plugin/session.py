@@ -1,0 +1,305 @@
+"""The plugin's per-session state: runs episodes once, merges episode records, applies the gate.
+
+The hooks (``plugin/__init__.py``) call into this object. Episodes run on a background event loop (every
+selected episode starts at once, under the concurrency bound) while pytest reports items in order.
+Episode records travel in each report's ``user_properties``, so the controller merges results.json
+and computes the gate the same way with or without pytest-xdist.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+import pytest
+
+from .options import PROPERTY_PREFIX, Settings
+
+if TYPE_CHECKING:
+    from ..engine.episode import EpisodeResult
+    from ..analysis.compare import Comparison
+    from ..analysis.metrics import BudgetVerdict, GateVerdict
+    from ..engine.runner import BackgroundRunner
+    from ..core.spec import NarrativeSpec
+
+
+class NcpSession:
+    def __init__(self, settings: Settings, *, is_worker: bool, trace_root: Path):
+        self.settings = settings
+        self.is_worker = is_worker
+        self.trace_root = settings.report or trace_root
+        self.episodes: dict[str, dict[str, Any]] = {}  # nodeid -> episode record (from reports)
+        self.gate_verdict: GateVerdict | None = None
+        self.budget: BudgetVerdict | None = None
+        self.comparison: Comparison | None = None
+        self.comparison_error: str | None = None
+        self.interrupted = False
+        self._ids: dict[str, str] = {}
+        self._background: BackgroundRunner | None = None
+        self._server: Any = None
+        self._canaries: Any = None  # future of the auditor canaries (controller only)
+        self.canary_summary: dict[str, Any] | None = None
+        self.canary_error: str | None = None
+        self.fork_outcomes: dict[str, bool] = {}  # stored failure file name -> its fork test passed
+        self.stored: list[Path] = []  # failures stored this session (--ncp-failures)
+
+    # --- collection ------------------------------------------------------------------------
+    def claim_id(self, spec: NarrativeSpec) -> None:
+        """Spec ids name episodes, traces and tests: a second file with the same id is invalid."""
+        from ..core.spec import SpecError, SpecProblem
+
+        owner = self._ids.setdefault(spec.id, str(spec.path))
+        if owner != str(spec.path):
+            raise SpecError([SpecProblem(str(spec.path), spec.line_of("id"), "id",
+                                         f"duplicate spec id {spec.id!r} (also in {owner})")])
+
+    # --- running -----------------------------------------------------------------------------
+    def _runner(self) -> BackgroundRunner:
+        if self._background is None:
+            from ..engine.narrators import load_narrator
+            from ..engine.runner import BackgroundRunner, Runner
+
+            config = self.settings.run
+            if self.settings.demo:
+                from ..testing import ScriptedModelServer
+                from ..testing.demo import install_demo_script
+
+                self._server = ScriptedModelServer().start()
+                install_demo_script(self._server)
+                config.api_base = self._server.base_url
+            assert config.narrator, "spec tests are only collected with a narrator"
+            runner = Runner(config, out_dir=self.trace_root, write_results=False,
+                            narrator_factory=load_narrator(config.narrator))
+            if self.settings.resume:
+                self._resume(runner)
+            self._background = BackgroundRunner(runner)
+        return self._background
+
+    def _resume(self, runner: Any) -> None:
+        from ..engine.runner import ResumeMismatch
+        from ..core.spec import load_specs
+
+        specs, _ = load_specs(self.settings.specs)
+        try:
+            runner.resume(specs, force=self.settings.force, force_flag="--ncp-resume --ncp-force")
+        except ResumeMismatch as exc:
+            raise pytest.UsageError(f"pytest-ncp: {exc}") from None
+
+    def prefetch(self, specs: Sequence[tuple[NarrativeSpec, int]]) -> None:
+        """Start these episodes now; items then only wait for their own result."""
+        runner = self._runner()
+        for spec, repeat in specs:
+            runner.submit(spec, repeat)
+
+    def result(self, spec: NarrativeSpec, repeat: int) -> EpisodeResult:
+        return self._runner().result(spec, repeat)
+
+    # --- auditor canaries (docs/auditor.md): known answers audited beside the episodes -------------
+    def start_canaries(self) -> None:
+        if not self.settings.canaries or self.is_worker or self._canaries is not None:
+            return
+        from ..calibration.audit import pick_canaries, run_canaries
+        from ..calibration.goldset import GoldSetError
+
+        s = self.settings
+        try:
+            cases = pick_canaries(s.canary_set or "calibration", s.canaries, seed=s.canary_seed)
+        except GoldSetError as exc:
+            self.canary_error = f"auditor canaries could not start: {exc}"
+            return
+        background = self._runner()
+        auditor = background.runner.auditor
+        assert auditor is not None
+        self._canaries = background.run_coroutine(run_canaries(
+            auditor, cases, model=s.run.auditor_model, seed=s.canary_seed, min_recall=s.min_canary_recall,
+            concurrency=s.run.concurrency))
+
+    def _collect_canaries(self) -> None:
+        if self._canaries is None or self.canary_summary is not None or self.interrupted:
+            return
+        try:
+            self.canary_summary = self._canaries.result()
+        except Exception as exc:  # noqa: BLE001 - reported: the canary gate then fails
+            self.canary_error = f"auditor canaries could not run: {type(exc).__name__}: {exc}"
+
+    def canaries_passed(self) -> bool:
+        if not self.settings.canaries:
+            return True
+        return self.canary_error is None and self.canary_summary is not None and bool(self.canary_summary["ok"])
+
+    def junit_properties(self) -> list[tuple[str, Any]]:
+        from ..calibration.audit import junit_properties
+
+        return junit_properties(self.canary_summary, self.canary_error, PROPERTY_PREFIX) if self.settings.canaries else []
+
+    def fork(self, stored: Any) -> Any:
+        """Start (once) the fork of a stored failure (``failures.StoredFailure``); a future of its ForkOutcome."""
+        background = self._runner()
+        runner = background.runner
+        factory, auditor = runner.narrator_factory, runner.auditor
+        assert factory is not None and auditor is not None, "the session's runner is built with both"
+
+        async def sample() -> Any:
+            from ..engine.fork import fork
+
+            state = stored.state()
+            spec = state.load_spec()
+            try:
+                return await fork(state, spec, narrator_factory=factory, auditor=auditor,
+                                  samples=self.settings.fork_samples, client=runner.client,
+                                  narrator_model=runner.config.narrator_model, out_dir=Path(self.trace_root) / "forks",
+                                  config=runner.config.to_dict(), pipeline=runner.config.pipeline)
+            finally:
+                if runner.cassettes is not None:
+                    runner.cassettes.flush()
+
+        return background.call(f"fork:{stored.path}", sample)
+
+    # --- merging (controller) ------------------------------------------------------------------
+    def record_report(self, nodeid: str, when: str, failed: bool, properties: Sequence[tuple[str, Any]]) -> None:
+        props = dict(properties)
+        forked = props.get(PROPERTY_PREFIX + "fork")
+        if forked is not None and when == "call":
+            self.fork_outcomes[forked] = not failed  # a fork never joins the episodes (metrics, results.json)
+        episode = props.get(PROPERTY_PREFIX + "episode")
+        if episode is None or not (when == "call" or (when == "setup" and failed)):
+            return
+        self.episodes[nodeid] = json.loads(episode)
+        self._store_failure(self.episodes[nodeid])
+        if not self.is_worker and self.settings.report:
+            self.write_results()
+
+    def _store_failure(self, record: dict[str, Any]) -> None:
+        """--ncp-failures: keep the fork point of a confirmed conflict (on the controller, once per episode)."""
+        failure = record.get("failure")
+        if self.is_worker or self.settings.failures is None or not failure or not record.get("trace"):
+            return
+        if not str(record.get("termination", "")).startswith("conflict:"):
+            return
+        from ..engine.failures import store_failure
+
+        try:
+            path = store_failure(record["trace"], int(failure["turn"]), self.settings.failures)
+        except (OSError, ValueError, KeyError):
+            return  # the episode's own test already reports the conflict; a missing trace only means no fixture
+        if path is not None:
+            self.stored.append(path)
+
+    def episode_records(self) -> list[dict[str, Any]]:
+        return sorted(self.episodes.values(), key=lambda e: (e["spec_id"], e["repeat"]))
+
+    def write_results(self) -> Path:
+        from ..analysis.results import write_results
+
+        assert self.settings.report is not None
+        return write_results(self.settings.report, self.settings.run.to_dict(), self.episode_records(),
+                             survival_turn=self.settings.run.survival_turn, canaries=self.canary_summary)
+
+    def finish(self) -> int:
+        """Error budget, gate, baseline comparison and report files, on the controller.
+
+        Returns 0, ``EXIT_GATE_FAILED`` (the narrator failed the gate or the baseline comparison,
+        or the auditor missed canaries), or ``EXIT_ERROR_BUDGET`` (too many episodes could not be judged).
+        """
+        from ..core.exit_codes import EXIT_ERROR_BUDGET, EXIT_GATE_FAILED, EXIT_OK
+        from ..analysis.metrics import error_budget
+
+        if self.is_worker:
+            return EXIT_OK
+        if self.settings.failures is not None and self.fork_outcomes:
+            from ..engine.failures import record_passes
+
+            record_passes(self.settings.failures, self.fork_outcomes)
+        records = self.episode_records()
+        self.budget = error_budget(records, self.settings.max_error_rate) if records else None
+        if self.settings.gate is not None:
+            self.gate_verdict = self.settings.gate.check(records, self.settings.max_error_rate)
+        if self.settings.baseline is not None and self.episodes:
+            self._compare(self.settings.baseline)
+        if self.settings.report and self.episodes:
+            from ..report.html import write_html
+
+            write_html([self.write_results()], self.settings.report / "report.html")
+        if self.budget is not None and self.budget.exceeded:
+            return EXIT_ERROR_BUDGET
+        passed = (self.gate_verdict is None or self.gate_verdict.passed) and self.canaries_passed()
+        compared = self.comparison is None or (self.comparison.measurable and not self.comparison.regression)
+        ok = passed and self.comparison_error is None and compared
+        return EXIT_OK if ok else EXIT_GATE_FAILED
+
+    def _compare(self, baseline: Path) -> None:
+        from ..analysis.compare import compare_runs
+        from ..analysis.results import build_results
+        from ..core.spec import load_specs
+
+        try:
+            base = json.loads(baseline.read_text(encoding="utf-8"))
+            specs, _ = load_specs(self.settings.specs)
+            kinds = {s.id: {c.id: c.kind for c in s.all_commitments} for s in specs}
+            new = build_results(self.settings.run.to_dict(), self.episode_records(),
+                                survival_turn=self.settings.run.survival_turn)
+            self.comparison = compare_runs(base, new, turn=self.settings.run.survival_turn, kinds=kinds)
+        except (OSError, ValueError, KeyError) as exc:
+            self.comparison_error = f"ncp baseline {baseline}: cannot compare: {exc}"
+
+    def summary_lines(self) -> list[str]:
+        from ..analysis.metrics import compute_metrics
+        from ..report.text import metrics_table
+
+        records = self.episode_records()
+        lines = self._failure_lines()
+        if not records:  # --ncp-failures-only: the stored failures (and canaries) are the session
+            return lines + self._canary_lines()
+        metrics = compute_metrics(records, survival_turn=self.settings.run.survival_turn)
+        config = self.settings.run
+        title = (f"narrator {config.narrator} | auditor {config.auditor_model} | player {config.player} | "
+                 f"max turns {config.max_turns}" + (" | OFFLINE DEMO (scripted models)" if self.settings.demo else ""))
+        lines = metrics_table(metrics, title).splitlines() + ([""] + lines if lines else [])
+        if self.budget is not None and (self.budget.unknown or self.budget.exceeded):
+            lines += ["", self.budget.line("session")]
+        if self.gate_verdict is not None:
+            lines += ["", self.gate_verdict.line()]
+        lines += self._canary_lines()
+        if self.comparison is not None:
+            lines += ["", f"ncp baseline {self.settings.baseline}:", *self.comparison.lines()]
+        if self.comparison_error is not None:
+            lines += ["", self.comparison_error]
+        if self.settings.report:
+            lines.append(f"results: {self.settings.report / 'results.json'}, report: "
+                         f"{self.settings.report / 'report.html'}")
+        return lines
+
+    def _canary_lines(self) -> list[str]:
+        from ..calibration.audit import canary_line, canary_verdict
+
+        if not self.settings.canaries:
+            return []
+        if self.canary_error is not None:
+            return ["", self.canary_error, "canary gate FAILED: the AUDITOR, not the narrator, is in doubt"]
+        if self.canary_summary is None:
+            return []
+        return ["", canary_line(self.canary_summary), canary_verdict(self.canary_summary)]
+
+
+    def _failure_lines(self) -> list[str]:
+        out = []
+        if self.fork_outcomes:
+            fixed = sum(self.fork_outcomes.values())
+            out.append(f"stored failures: {fixed} of {len(self.fork_outcomes)} pass "
+                       f"({self.settings.fork_samples} sample(s) each, no confirmed conflict) in {self.settings.failures}")
+        if self.stored:
+            out.append(f"stored {len(self.stored)} new failure(s) in {self.settings.failures}: "
+                       + ", ".join(p.stem for p in self.stored))
+        return out
+
+    def close(self) -> None:
+        self._collect_canaries()  # before the loop stops: canaries share it with the episodes
+        if self._background is not None:
+            self._background.close()
+        if self._server is not None:
+            self._server.stop()
+
+
+# The session's NcpSession, on pytest's config; only set when a narrator is configured.
+SESSION_KEY = pytest.StashKey[NcpSession]()
