@@ -7,8 +7,8 @@ described with a paired bootstrap 95% interval of the difference in survival rat
 the spec-to-spec spread (some stories are simply harder), which is what lets 100 episodes detect
 a drop that two unpaired rates of that size could not.
 
-Everything here is pure: plain dicts in (the parsed results.json documents), frozen dataclasses out,
-deterministic given ``seed``. ``ncp compare`` / ``ncp agree`` print ``lines()``; the pytest plugin
+Everything here is pure: results in (``analysis.results.RunResults``, or a parsed results.json document,
+checked by ``parse_results``), frozen dataclasses out, deterministic given ``seed``. ``ncp compare`` / ``ncp agree`` print ``lines()``; the pytest plugin
 can call :func:`compare_runs` on its baseline file and the run it just finished.
 
 Survival at TURN is the same notion as :mod:`pytest_ncp.analysis.metrics`: an episode fails at TURN when it
@@ -29,7 +29,7 @@ from ..core.config import episode_name
 from .metrics import MIN_OBSERVED_SHARE, CONFLICT_KINDS, compute_metrics, failure_turn, is_unknown, pearson
 from .metrics import survival_at
 from .metrics import survived_at as _survived_at
-from .results import check_results
+from .results import RunResults, parse_results
 
 Key = tuple[str, int]
 Episode = Mapping[str, Any]
@@ -214,9 +214,10 @@ class Comparison:
         return out
 
 
-def compare_runs(base: Mapping[str, Any], new: Mapping[str, Any], *, turn: int = 20, alpha: float = 0.05,
+def compare_runs(base: RunResults | Mapping[str, Any], new: RunResults | Mapping[str, Any], *, turn: int = 20,
+                 alpha: float = 0.05,
                  seed: int = 0, resamples: int = 2000, kinds: CommitmentKinds | None = None) -> Comparison:
-    """Compare two results.json documents (``base`` the baseline, ``new`` the candidate).
+    """Compare two runs' results (``base`` the baseline, ``new`` the candidate).
 
     Pairs episodes on (spec_id, repeat); pairs with an errored episode on either side are left out
     and listed, as are episodes present in one run only. Reports the newly failing episodes, and the
@@ -233,7 +234,8 @@ def compare_runs(base: Mapping[str, Any], new: Mapping[str, Any], *, turn: int =
         raise ValueError(f"turn must be >= 0, got {turn}")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be within (0, 1), got {alpha}")
-    base_eps, new_eps = _by_key(base, "base"), _by_key(new, "new")
+    base_run, new_run = parse_results(base, "base"), parse_results(new, "new")
+    base_eps, new_eps = _by_key(base_run), _by_key(new_run)
     paired = sorted(base_eps.keys() & new_eps.keys())
     errored = tuple(k for k in paired if is_unknown(base_eps[k]) or is_unknown(new_eps[k]))
     unobserved = tuple(k for k in paired if k not in errored and (
@@ -271,7 +273,7 @@ def compare_runs(base: Mapping[str, Any], new: Mapping[str, Any], *, turn: int =
         only_in_base=tuple(sorted(base_eps.keys() - new_eps.keys())),
         only_in_new=tuple(sorted(new_eps.keys() - base_eps.keys())),
         achievements_checked=kinds is not None and all(k[0] in kinds for k in judged),
-        notes=tuple(_notes(base, new, turn)),
+        notes=tuple(_notes(base_run, new_run, turn)),
         base_survival=base_point.text(), new_survival=new_point.text(),
         runs_measurable=base_point.measurable and new_point.measurable,
     )
@@ -291,29 +293,25 @@ def _commitment_regressions(key: Key, e0: Episode, e1: Episode,
     return found
 
 
-def _by_key(run: Mapping[str, Any], name: str) -> dict[Key, Episode]:
-    check_results(run, name)
-    out: dict[Key, Episode] = {}
-    for e in run["episodes"]:
-        key = (str(e["spec_id"]), int(e["repeat"]))
-        if key in out:
-            raise ValueError(f"{name}: episode {episode_name(*key)} appears twice; a results file holds each "
-                             "(spec_id, repeat) once")
-        out[key] = e
-    return out
+def _by_key(run: RunResults) -> dict[Key, Episode]:
+    # The results model already refused a file that holds an episode twice.
+    return {(e.spec_id, e.repeat): e.record() for e in run.episodes}
 
 
-def _notes(base: Mapping[str, Any], new: Mapping[str, Any], turn: int) -> list[str]:
+def _notes(base: RunResults, new: RunResults, turn: int) -> list[str]:
     notes = []
     for name, run in (("base", base), ("new", new)):
-        max_turns = (run.get("config") or {}).get("max_turns")
-        if isinstance(max_turns, int) and max_turns < turn:
+        max_turns = run.config.max_turns
+        if max_turns is not None and max_turns < turn:
             notes.append(f"{name} ran at most {max_turns} turns, so survival@{turn} there means no conflict "
                          f"in {max_turns} turns")
-    c0, c1 = base.get("config") or {}, new.get("config") or {}
+        why = run.incompleteness()
+        if why is not None and run.stopped != "unrecorded":
+            notes.append(f"{name} is incomplete: {why}")
     for field in ("auditor_model", "prompt_version", "player"):
-        if c0.get(field) and c1.get(field) and c0[field] != c1[field]:
-            notes.append(f"{field} differs (base {c0[field]}, new {c1[field]}): the change may not be the narrator's")
+        a, b = getattr(base.config, field), getattr(new.config, field)
+        if a and b and a != b:
+            notes.append(f"{field} differs (base {a}, new {b}): the change may not be the narrator's")
     return notes
 
 
@@ -382,7 +380,7 @@ class Agreement:
         return out
 
 
-def agreement(runs: Sequence[Mapping[str, Any]], labels: Sequence[str] | None = None, *,
+def agreement(runs: Sequence[RunResults | Mapping[str, Any]], labels: Sequence[str] | None = None, *,
               turn: int = 20) -> Agreement:
     """Pairwise Pearson correlation of per-episode turns between runs, and each run's conflict profile.
 
@@ -394,9 +392,10 @@ def agreement(runs: Sequence[Mapping[str, Any]], labels: Sequence[str] | None = 
     labels = tuple(labels) if labels is not None else tuple(f"run {i + 1}" for i in range(len(runs)))
     if len(labels) != len(runs):
         raise ValueError(f"{len(labels)} label(s) for {len(runs)} run(s)")
-    keyed = [_by_key(run, label) for run, label in zip(runs, labels)]
+    checked = [parse_results(run, label) for run, label in zip(runs, labels)]
+    keyed = [_by_key(run) for run in checked]
     metrics = tuple(compute_metrics(list(k.values()), survival_turn=turn) for k in keyed)
-    auditors = tuple(str((run.get("config") or {}).get("auditor_model") or "?") for run in runs)
+    auditors = tuple(str(run.config.auditor_model or "?") for run in checked)
     pairs = []
     for i in range(len(runs)):
         for j in range(i + 1, len(runs)):

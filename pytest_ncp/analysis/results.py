@@ -1,26 +1,461 @@
-"""``results.json``: the one place that builds, writes, locates, loads and checks a run's results file.
+"""``results.json`` as one typed model: the one place that builds, writes, locates, loads and checks it.
 
-Written by ``ncp run --out DIR``, ``pytest --ncp-report=DIR``, ``ncp merge`` and ``ncp fork --out``; read by
-``ncp compare``/``agree``/``reaudit``/``review``/``report``, the HTML report and ``Runner.resume``. The
-file is an input a person may have moved, truncated or edited: every problem is a ``RunFileError``
-naming the file (and entry) and the fix.
+Written by ``ncp run --out DIR``, ``pytest --ncp-report=DIR``, ``ncp merge``, ``ncp fork --out`` and
+``ncp reaudit``; read by ``ncp compare``/``agree``/``reaudit``/``review``/``report``/``merge``, the HTML
+report, the pytest session's ``--ncp-baseline`` and resume. :class:`RunResults` is the format (every
+field documented, as Inspect AI's ``EvalLog`` documents its own): ``ncp schema --results`` prints its
+JSON Schema and ``docs/results.md`` is generated from it (a test keeps the two equal).
+
+- :func:`build_results` makes a ``RunResults`` from the engine's episode records (``EpisodeResult.to_dict()``,
+  the dicts that also travel through pytest-xdist reports and worker queues);
+- :func:`write_results` writes one atomically (``core.files.atomic_write_text``);
+- :func:`load_results` reads one from a file or a run folder, upgrading older versions, and
+  :func:`parse_results` checks a document already in memory. The file is an input a person may have
+  moved, truncated or edited: every problem is a ``RunFileError`` naming the file, the entry and the fix.
+
+**Growing the format.** Every record keeps fields it does not know (``extra="allow"``), so a file with
+keys added by another tool loads, and ``ncp merge`` writes them back. A new field is added with a
+default (``None``, an empty list) so that older files still validate; when the shape changes,
+``RESULTS_VERSION`` goes up by one and ``_UPGRADES`` gets the step that turns the previous version into
+the new one, so every version this package ever wrote still loads. Fields the open issues add fit
+this way: outcome owners and a blame table, ``budget`` terminations and spent cost, sequential-gate
+decisions, votes and player faults (each a new optional field, or a new value of ``termination``).
+
+Pure data and checks (pydantic, standard library, ``core``); the metrics are computed by
+:mod:`pytest_ncp.analysis.metrics` from the episode records, never stored by hand.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Final, Iterable, Literal, Mapping, Sequence
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ..core.config import episode_key, episode_name
 from ..core.files import atomic_write_text
-from .metrics import compute_metrics
 from ..core.traces import RunFileError, trace_reference
+from .metrics import compute_metrics
 
 RESULTS_FILE = "results.json"
-RESULTS_VERSION = 1
-# The order matters only for the message: the keys most often missing come first.
-_EPISODE_KEYS = ("spec_id", "termination", "turns", "progress", "satisfied", "repeat")
+# 2: ``complete``, ``expected``, ``finished`` and ``stopped`` (issue 19); ``merge``. Version 1 files still load.
+RESULTS_VERSION: Final = 2
 _HINT = "give the results.json written by `ncp run --out DIR` or `pytest --ncp-report=DIR`, or its directory"
+
+Termination = Literal["conflict:fact", "conflict:commitment", "conflict:player_input", "success", "turn_limit",
+                      "script_exhausted", "error"]
+ConflictType = Literal["fact", "commitment", "player_input"]
+ErrorKind = Literal["narrator", "auditor", "model", "player"]
+CommitmentState = Literal["PENDING", "SATISFIED", "VIOLATED"]
+# Why a run is not complete (``None`` when it is): still being written, stopped by Ctrl-C / SIGINT or an
+# interrupted pytest session, ended with expected episodes missing (a worker died, ``-x`` stopped pytest,
+# a shard merged with --allow-incomplete), or written by a version that did not record it.
+Stopped = Literal["running", "interrupted", "unfinished", "unrecorded"]
+
+
+class _Record(BaseModel):
+    # strict: "3" is not a number and true is not 1 (a hand-edited file is refused, not reinterpreted);
+    # extra="allow": fields this version does not know are kept (module docstring, "Growing the format").
+    model_config = ConfigDict(strict=True, extra="allow")
+
+
+class Failure(_Record):
+    """The confirmed conflict that ended an episode (``termination`` ``conflict:*``)."""
+
+    turn: int = Field(ge=0, description="Turn of the conflict (turn 0 is the opening narration).")
+    type: ConflictType = Field(description="What the narration contradicted: a ledger fact, a commitment, "
+                                           "or the player's input.")
+    fact_ids: list[str] = Field(default_factory=list, description="Ledger fact ids the conflict relies on.")
+    commitment_ids: list[str] = Field(default_factory=list, description="Commitment ids the conflict relies on.")
+    quote: str = Field(default="", description="The span of the narrator's response the auditor quoted "
+                                               "(verified against the response).")
+    explanation: str = Field(default="", description="The auditor's explanation of the conflict.")
+    confirmation: str = Field(default="", description="The secondary confirmation call's explanation.")
+
+
+class ErrorRecord(_Record):
+    """Why an episode could not be judged, or why the narrator failed without a conflict."""
+
+    kind: ErrorKind = Field(description="Who caused it: `narrator` (raised, timed out, answered nothing: "
+                                        "counts as a narrator failure), or `auditor`, `model`, `player` "
+                                        "(an unknown outcome: censored, bounded by the error budget).")
+    message: str = Field(description="What went wrong, secrets scrubbed.")
+    traceback: str | None = Field(default=None, description="The Python traceback, when there was one.")
+    turn: int | None = Field(default=None, ge=0, description="The turn being played when it happened.")
+
+
+class NodeReached(_Record):
+    """A trajectory node the episode reached."""
+
+    id: str = Field(description="The node id in the spec's trajectory.")
+    trigger_turn: int | None = Field(default=None, description="Turn at which its trigger event happened.")
+    reached_turn: int | None = Field(default=None, description="Turn at which its key delta happened (reached).")
+
+
+class SpeculativeUsage(_Record):
+    """Model calls of a turn played ahead and discarded because the episode ended first (pipelining)."""
+
+    calls: int = Field(default=0, ge=0, description="Discarded model calls.")
+    tokens: int = Field(default=0, ge=0, description="Their tokens.")
+    cost_usd: float = Field(default=0.0, ge=0, description="Their cost in US dollars (list prices).")
+
+
+class ForkOrigin(_Record):
+    """Where a forked episode (``ncp fork``) started: it never joins a run's episodes."""
+
+    trace: str | None = Field(default=None, description="The trace the fork was taken from.")
+    turn: int | None = Field(default=None, description="The turn that was sampled again.")
+    sample: int | None = Field(default=None, description="Which sample this episode is (episodes only).")
+
+
+class EpisodeRecord(_Record):
+    """One episode: one run of player, narrator and auditor on one spec (DESIGN 7.4)."""
+
+    spec_id: str = Field(description="The spec's id.")
+    repeat: int = Field(ge=0, description="Which repeat of the spec (0-based; `--repeats`).")
+    termination: Termination = Field(description="How the episode ended. `conflict:*` is a confirmed conflict; "
+                                                 "`error` comes with `error.kind`.")
+    turns: int = Field(ge=0, description="Turns completed.")
+    progress: float = Field(ge=0, le=1, description="Trajectory nodes reached / nodes.")
+    satisfied: float = Field(ge=0, le=1, description="Achievements and orderings whose condition was met / "
+                                                     "those commitments.")
+    held: float | None = Field(default=None, ge=0, le=1,
+                               description="Invariants (world rules included) never violated / invariants; "
+                                           "null when none were audited.")
+    spec_fingerprint: str | None = Field(default=None, description="Hash of the spec as played (resume refuses "
+                                                                   "a spec that changed).")
+    failure: Failure | None = Field(default=None, description="The confirmed conflict; null otherwise.")
+    error: ErrorRecord | None = Field(default=None, description="The error that ended the episode; null otherwise.")
+    commitments: dict[str, CommitmentState] = Field(default_factory=dict,
+                                                    description="State of every commitment at the end, by id.")
+    nodes_reached: int | None = Field(default=None, ge=0, description="Number of trajectory nodes reached.")
+    nodes: list[NodeReached] = Field(default_factory=list, description="The nodes reached, in order.")
+    tokens: int = Field(default=0, ge=0, description="Tokens of every model call of the episode.")
+    cost_usd: float = Field(default=0.0, ge=0, description="Cost of those calls in US dollars (list prices).")
+    trace: str | None = Field(default=None, description="The episode's JSON-lines trace: relative to the results "
+                                                        "folder when inside it.")
+    speculative: SpeculativeUsage | None = Field(default=None, description="Calls played ahead and discarded.")
+    truncated_calls: int = Field(default=0, ge=0, description="Model answers cut off at their token limit.")
+    structured_output: dict[str, str] = Field(default_factory=dict,
+                                              description="Structured-output mode used, by `endpoint|model`.")
+    fork: ForkOrigin | None = Field(default=None, description="Set on forked episodes (`ncp fork`) only.")
+
+    @property
+    def key(self) -> str:
+        """``spec--rN``: the episode in ``expected``/``finished``, trace names and resume."""
+        return episode_key(self.spec_id, self.repeat)
+
+    def record(self) -> dict[str, Any]:
+        """The episode as the plain dict the metrics (pure functions over records) read."""
+        return self.model_dump(mode="json")
+
+
+class Models(_Record):
+    """The litellm model of each role."""
+
+    narrator: str | None = Field(default=None, description="Model of a built-in narrator.")
+    player: str | None = Field(default=None, description="Model of a simulated player.")
+    auditor: str | None = Field(default=None, description="Model of the auditor.")
+
+
+class RunConfigRecord(_Record):
+    """The run's settings (``RunConfig.to_dict()``). Every field is optional: forks, re-audits and
+    older files record fewer, and ``ncp compare`` notes the fields that differ."""
+
+    narrator: str | None = Field(default=None, description="The narrator under test, `module:Attr`.")
+    narrator_model: str | None = Field(default=None, description="litellm model of a built-in narrator.")
+    player: str | None = Field(default=None, description="Who played: scripted, adversarial or natural.")
+    player_model: str | None = Field(default=None, description="litellm model of a simulated player.")
+    auditor_model: str | None = Field(default=None, description="litellm model of the auditor.")
+    api_base: str | None = Field(default=None, description="Endpoint for every role, credentials scrubbed.")
+    max_turns: int | None = Field(default=None, ge=0, description="Turn limit per episode.")
+    repeats: int | None = Field(default=None, ge=1, description="Episodes per spec.")
+    concurrency: int | None = Field(default=None, ge=1, description="Episodes and calls in flight.")
+    timeout: float | None = Field(default=None, description="Seconds per model request.")
+    deadline: float | None = Field(default=None, description="Seconds per model call with its retries.")
+    max_retries: int | None = Field(default=None, ge=0, description="Retries per model call.")
+    concurrency_per_endpoint: int | None = Field(default=None, description="Requests in flight per endpoint.")
+    max_tokens: dict[str, int] = Field(default_factory=dict, description="Token limit per call, by role.")
+    structured_output: str | None = Field(default=None, description="How auditor answers were asked for "
+                                                                    "(auto, json_schema, json_object, prompt).")
+    structured_output_used: dict[str, str] = Field(default_factory=dict,
+                                                   description="The mode each `endpoint|model` ended up with.")
+    system_prompt: str | None = Field(default=None, description="keep, or merge (system prompts folded into "
+                                                                "the first user message).")
+    survival_turn: int | None = Field(default=None, ge=0, description="Turn of the headline survival figure.")
+    record_mode: str | None = Field(default=None, description="Cassette record mode; null when off.")
+    cassettes: str | None = Field(default=None, description="Cassette directory.")
+    demo: bool = Field(default=False, description="Every model was the bundled scripted server: the figures "
+                                                  "judge no real model.")
+    prompt_version: str | None = Field(default=None, description="Version of the auditor and player prompts.")
+    models: Models | None = Field(default=None, description="The model of each role.")
+    fingerprint: str | None = Field(default=None, description="Hash of the settings an outcome depends on "
+                                                              "(resume and merge compare it).")
+    fork: ForkOrigin | None = Field(default=None, description="Set on the results of `ncp fork`.")
+    reaudit_of: str | None = Field(default=None, description="Set on the results of `ncp reaudit`: the run "
+                                                             "it re-judged.")
+
+
+class SurvivalPoint(_Record):
+    """survival@T with its interval, or why it is not a number."""
+
+    turn: int = Field(ge=0, description="T.")
+    value: float | None = Field(description="Kaplan-Meier S(T); null when too few episodes were observed to T.")
+    ci: list[float] | None = Field(description="95% interval (Greenwood, log-log); null with `value`.")
+    reached: int = Field(ge=0, description="Episodes still in the story at T (at risk).")
+    observed: int = Field(ge=0, description="Episodes whose outcome through T is known.")
+    episodes: int = Field(ge=0, description="All episodes.")
+    text: str = Field(description="As printed, e.g. `75.0% (95% CI ...)` or `n/a (0 of 4 reached turn 20)`.")
+
+
+class Metrics(_Record):
+    """Run-level figures (DESIGN 4), computed from ``episodes`` by ``analysis.metrics.compute_metrics``.
+
+    Also holds ``survival_at_<T>`` for the run's survival turn T (when it is not 20)."""
+
+    episodes: int = Field(ge=0, description="Episodes in the file.")
+    judged: int = Field(ge=0, description="Episodes with a known outcome (all but unknown errors).")
+    errors: int = Field(ge=0, description="Episodes that ended in an error of any kind.")
+    narrator_errors: int = Field(ge=0, description="Errors the narrator caused (counted as failures).")
+    unknown: int = Field(ge=0, description="Auditor, model and player errors: unknown outcomes.")
+    error_rate: float = Field(ge=0, le=1, description="unknown / episodes (what the error budget bounds).")
+    survival: dict[str, float] = Field(description="S(t) for every turn t up to the horizon, by turn.")
+    survival_turn: int = Field(ge=0, description="The turn of the headline figure.")
+    survival_point: SurvivalPoint = Field(description="survival@survival_turn in full.")
+    survival_at_20: float | None = Field(description="S(20); null when not measurable.")
+    survival_ci: list[float] | None = Field(description="Interval of survival@survival_turn.")
+    avg_turns: float = Field(ge=0, description="Mean turns over judged episodes.")
+    progress_pct: float = Field(ge=0, description="Mean trajectory progress, percent.")
+    satisfied_pct: float = Field(ge=0, description="Mean satisfied-commitment share, percent.")
+    held_pct: float | None = Field(description="Mean invariants held, percent; null when none were audited.")
+    conflict_rates: dict[str, float] = Field(description="Share of judged episodes ending in each conflict type.")
+    conflict_rate_ci: dict[str, list[float]] = Field(description="Wilson 95% interval of each conflict rate.")
+    narrator_error_rate: float = Field(ge=0, description="narrator_errors / judged.")
+    successes: int = Field(ge=0, description="Episodes that satisfied every achievement.")
+    conflict_free: int = Field(ge=0, description="Judged episodes without a failure.")
+    turn_limit: int = Field(ge=0, description="Episodes that reached the turn limit.")
+    script_exhausted: int = Field(ge=0, description="Episodes whose scripted inputs ran out first.")
+    pass_k: dict[str, float | None] = Field(description="pass^k by k, with repeats (empty without).")
+    tokens: int = Field(ge=0, description="Tokens of every episode.")
+    cost_usd: float = Field(ge=0, description="Cost of every episode in US dollars.")
+
+
+class CanaryCase(_Record):
+    """One gold case audited beside the episodes."""
+
+    case: str = Field(description="The gold case id.")
+    spec: str = Field(description="Its spec id.")
+    violation: bool = Field(description="The gold label holds a violation.")
+    outcome: Literal["caught", "missed", "passed", "false_alarm", "invalid"] = Field(
+        description="How the auditor did on it.")
+
+
+class Canaries(_Record):
+    """The auditor's score on known answers (``--canaries K``; docs/auditor.md)."""
+
+    k: int = Field(ge=0, description="Cases audited.")
+    seed: int = Field(description="Seed of the sample.")
+    model: str = Field(description="The auditor model.")
+    min_recall: float = Field(ge=0, le=1, description="Share of violations caught and clean passed required.")
+    violations: int = Field(ge=0, description="Cases with a violation.")
+    caught: int = Field(ge=0, description="Violations the auditor confirmed.")
+    clean: int = Field(ge=0, description="Clean cases.")
+    passed: int = Field(ge=0, description="Clean cases the auditor passed.")
+    invalid: int = Field(ge=0, description="Cases without a valid answer (counted as misses).")
+    recall: float | None = Field(description="caught / violations.")
+    clean_rate: float | None = Field(description="passed / clean.")
+    ok: bool = Field(description="Both rates reach min_recall: the canary gate passed.")
+    tokens: int = Field(default=0, ge=0, description="Tokens of the canary calls.")
+    cost_usd: float = Field(default=0.0, ge=0, description="Their cost in US dollars.")
+    cases: list[CanaryCase] = Field(default_factory=list, description="Every case and its outcome.")
+
+
+class ShardRecord(_Record):
+    """This file is one slice of a run (``ncp run --shard i/n``); ``ncp merge`` joins the slices."""
+
+    index: int = Field(ge=1, description="i, 1-based.")
+    count: int = Field(ge=1, description="n.")
+
+
+class MergeRecord(_Record):
+    """How ``ncp merge`` made this file."""
+
+    sources: list[str] = Field(description="The results files merged.")
+    incomplete: list[str] = Field(default_factory=list, description="Sources that were incomplete, merged "
+                                                                    "anyway with --allow-incomplete.")
+    missing_shards: list[str] = Field(default_factory=list, description="Shards (`i/n`) left out with "
+                                                                        "--allow-missing.")
+
+
+class RunResults(_Record):
+    """A run's ``results.json``: its settings, every episode, the figures, and whether it is complete."""
+
+    version: Literal[2] = Field(default=RESULTS_VERSION, description="Format version; older versions are upgraded "
+                                                                     "on load.")
+    complete: bool = Field(description="True only when the run ended and every expected episode finished. "
+                                       "False while it runs (the file is rewritten as episodes end), after "
+                                       "an interruption or a dead worker, and for files that did not record it.")
+    stopped: Stopped | None = Field(default=None, description="Why the run is not complete: running, "
+                                                              "interrupted, unfinished, unrecorded; null when "
+                                                              "complete.")
+    expected: list[str] = Field(default_factory=list, description="Episode keys (`spec--rN`) the run set out to "
+                                                                  "finish: for a shard, its slice.")
+    finished: list[str] = Field(default_factory=list, description="Episode keys of the episodes in this file, "
+                                                                  "sorted.")
+    config: RunConfigRecord = Field(default_factory=RunConfigRecord, description="The run's settings.")
+    episodes: list[EpisodeRecord] = Field(description="Every finished episode, sorted by spec id and repeat.")
+    metrics: Metrics = Field(description="The run's figures, computed from `episodes`.")
+    shard: ShardRecord | None = Field(default=None, description="Set when the file is one shard of a run.")
+    canaries: Canaries | None = Field(default=None, description="The auditor canaries' score, with --canaries.")
+    merge: MergeRecord | None = Field(default=None, description="Set on the output of `ncp merge`.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RunResults:
+        keys = [e.key for e in self.episodes]
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:
+            e = next(e for e in self.episodes if e.key == twice[0])
+            raise ValueError(f"episode {episode_name(e.spec_id, e.repeat)} appears twice; a results file holds "
+                             "each (spec_id, repeat) once")
+        if sorted(self.finished) != sorted(keys):
+            raise ValueError(f"'finished' ({len(self.finished)} key(s)) does not list the {len(keys)} episode(s) "
+                             "of the file; it is written from them: restore the file or re-run")
+        missing = sorted(set(self.expected) - set(keys))
+        if self.complete and (missing or self.stopped is not None):
+            raise ValueError(f"'complete' is true but {len(missing)} expected episode(s) are missing"
+                             + (f" (first: {missing[0]})" if missing else f" and 'stopped' is {self.stopped!r}"))
+        if not self.complete and self.stopped is None:
+            raise ValueError("'complete' is false but 'stopped' does not say why")
+        return self
+
+    # --- what readers ask ----------------------------------------------------------------------------
+    @property
+    def missing(self) -> list[str]:
+        """Expected episode keys with no episode in the file."""
+        have = set(self.finished)
+        return [k for k in self.expected if k not in have]
+
+    def records(self) -> list[dict[str, Any]]:
+        """The episodes as plain dicts: what ``analysis.metrics`` and ``analysis.compare`` compute from."""
+        return [e.record() for e in self.episodes]
+
+    def document(self) -> dict[str, Any]:
+        """The file's JSON document."""
+        return self.model_dump(mode="json")
+
+    def incompleteness(self) -> str | None:
+        """Why the run is not complete, as a clause for messages; None when it is complete."""
+        if self.complete:
+            return None
+        why = {"running": "it was still running when this file was written",
+               "interrupted": "it was interrupted",
+               "unfinished": "it ended with expected episodes missing",
+               "unrecorded": "it was written by a pytest-ncp that did not record completeness (results version 1)",
+               }.get(self.stopped or "", str(self.stopped))
+        return f"{len(self.finished)} of {len(self.expected)} expected episode(s) finished; {why}" \
+            if self.expected else why
+
+
+def split_key(key: str) -> tuple[str, int]:
+    """``caligari--r0`` -> ``("caligari", 0)``: the inverse of ``core.config.episode_key``."""
+    spec_id, sep, repeat = key.rpartition("--r")
+    if not sep or not spec_id or not repeat.isdigit():
+        raise ValueError(f"{key!r} is not an episode key (expected spec--rN, e.g. caligari--r0)")
+    return spec_id, int(repeat)
+
+
+# --- checking and upgrading ------------------------------------------------------------------------------
+
+
+def _upgrade_1(data: dict[str, Any], name: str) -> dict[str, Any]:
+    """Version 1 had no completeness record and stored metrics by hand: they are recomputed."""
+    from pydantic import TypeAdapter
+
+    try:
+        episodes = TypeAdapter(list[EpisodeRecord]).validate_python(data["episodes"])
+    except ValidationError as exc:
+        raise RunFileError(_first_problem(exc, name, prefix=("episodes",))) from None
+    config = data.get("config") or {}
+    turn = config.get("survival_turn") if isinstance(config, dict) else None
+    records = [e.record() for e in episodes]
+    return {**data, "version": 2, "complete": False, "stopped": "unrecorded", "expected": [],
+            "finished": sorted(e.key for e in episodes),
+            "metrics": compute_metrics(records, survival_turn=turn if isinstance(turn, int) and turn >= 0 else 20)}
+
+
+# version -> the step that turns a document of that version into one of the next version.
+_UPGRADES: dict[int, Callable[[dict[str, Any], str], dict[str, Any]]] = {1: _upgrade_1}
+SUPPORTED_VERSIONS: tuple[int, ...] = (*sorted(_UPGRADES), RESULTS_VERSION)
+
+
+def parse_results(data: Any, name: str) -> RunResults:
+    """Check a results document (parsed JSON) and return it as a ``RunResults``, upgrading older versions.
+
+    ``name`` starts every message: the file, or a role such as ``base`` for a document in memory.
+    Raises ``RunFileError`` (a ValueError) naming the entry and what is wrong.
+    """
+    if isinstance(data, RunResults):
+        return data
+    if not isinstance(data, dict) or not isinstance(data.get("episodes"), list):
+        raise RunFileError(f"{name}: not an ncp results file: expected an object with an 'episodes' list ({_HINT})")
+    version = data.get("version", 1)  # the first files had no version
+    if not isinstance(version, int) or isinstance(version, bool) or version not in SUPPORTED_VERSIONS:
+        raise RunFileError(f"{name}: results version {version!r} is not supported (this pytest-ncp reads versions "
+                           f"{', '.join(map(str, SUPPORTED_VERSIONS))}); read it with the pytest-ncp that wrote it")
+    if data.get("config") is not None and not isinstance(data["config"], dict):
+        raise RunFileError(f"{name}: 'config' must be an object")
+    data = {**data, "config": data.get("config") or {}}
+    while version != RESULTS_VERSION:
+        data = _UPGRADES[version](data, name)
+        version = data["version"]
+    try:
+        return RunResults.model_validate(data)
+    except ValidationError as exc:
+        raise RunFileError(_first_problem(exc, name)) from None
+
+
+def _where(loc: Sequence[int | str]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+_EXPECTED = {"int_type": "a whole number", "float_type": "a number", "string_type": "text (a string)",
+             "bool_type": "true or false", "list_type": "a list", "dict_type": "an object",
+             "model_type": "an object", "model_attributes_type": "an object"}
+
+
+def _first_problem(exc: ValidationError, name: str, prefix: tuple[int | str, ...] = ()) -> str:
+    """One line for the first problem pydantic found, in the words of the file: ``name: episodes[0].turns: ...``."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    loc = (*prefix, *first["loc"])
+    if first["type"] == "missing":
+        parent = loc[:-1]
+        keys = [(*prefix, *e["loc"])[-1] for e in errors if e["type"] == "missing" and (*prefix, *e["loc"])[:-1] == parent]
+        where = _where(parent)
+        return f"{name}: {where + ': ' if where else ''}missing {', '.join(map(repr, keys))}; {_HINT}"
+    where = _where(loc)
+    got = first.get("input")
+    kind = first["type"]
+    ctx = first.get("ctx") or {}
+    if kind in ("greater_than_equal", "less_than_equal") and isinstance(got, int) and not isinstance(got, float):
+        what = f"a whole number {'>=' if kind == 'greater_than_equal' else '<='} {ctx.get('ge', ctx.get('le'))}"
+    elif kind in ("greater_than_equal", "less_than_equal"):
+        what = f"a number {'>=' if kind == 'greater_than_equal' else '<='} {ctx.get('ge', ctx.get('le'))}"
+    elif kind == "literal_error":
+        what = f"one of {ctx.get('expected')}"
+    elif kind in _EXPECTED:
+        what = _EXPECTED[kind]
+    else:  # a consistency check of the whole file, or another rule: pydantic's own words
+        message = str(first["msg"]).removeprefix("Value error, ")
+        return f"{name}: {where + ': ' if where else ''}{message}"
+    return f"{name}: {where}: expected {what}, got {got!r}"
+
+
+# --- locating, loading, building, writing ----------------------------------------------------------------
 
 
 def results_path(path: str | Path) -> Path:
@@ -29,7 +464,7 @@ def results_path(path: str | Path) -> Path:
     return p / RESULTS_FILE if p.is_dir() else p
 
 
-def load_results(path: str | Path) -> dict[str, Any]:
+def load_results(path: str | Path) -> RunResults:
     """Load and check a results file, or the ``results.json`` of a run directory (DESIGN 7.4)."""
     p = results_path(path)
     try:
@@ -43,69 +478,67 @@ def load_results(path: str | Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise RunFileError(f"{p}:{exc.lineno}: not valid JSON ({exc.msg}); a run that was killed while "
                            "writing leaves the previous complete file, so re-run or restore it") from None
-    check_results(data, str(p))
-    return data
+    return parse_results(data, str(p))
 
 
-def check_results(data: Any, name: str) -> None:
-    """Raise RunFileError unless ``data`` is a results.json document every reader can rely on.
+def build_results(config: Mapping[str, Any], episodes: Iterable[Mapping[str, Any]], *, survival_turn: int = 20,
+                  expected: Iterable[str] | None = None, stopped: Stopped | None = None,
+                  shard: Mapping[str, int] | None = None, canaries: Mapping[str, Any] | None = None,
+                  merge: Mapping[str, Any] | None = None) -> RunResults:
+    """The results of a run from its episode records (``EpisodeResult.to_dict()``).
 
-    ``name`` starts each message: the file, or a role such as ``base`` for a document in memory.
+    ``expected`` are the episode keys the run set out to finish (default: the episodes given).
+    ``stopped`` is None when the run has ended, ``"running"`` while a host rewrites the file as
+    episodes end, ``"interrupted"`` after Ctrl-C. The run is complete when it ended and no expected
+    episode is missing; an ended run with missing episodes is ``"unfinished"``.
+    Raises ``RunFileError`` when a record does not fit the format (a bug of the writer, never silent).
     """
-    if not isinstance(data, dict) or not isinstance(data.get("episodes"), list):
-        raise RunFileError(f"{name}: not an ncp results file: expected an object with an 'episodes' list ({_HINT})")
-    version = data.get("version", RESULTS_VERSION)
-    if version != RESULTS_VERSION:
-        raise RunFileError(f"{name}: results version {version!r} is not supported (this pytest-ncp reads "
-                           f"version {RESULTS_VERSION}); read it with the pytest-ncp that wrote it")
-    if data.get("config") is not None and not isinstance(data["config"], dict):
-        raise RunFileError(f"{name}: 'config' must be an object")
-    for i, e in enumerate(data["episodes"]):
-        where = f"{name}: episodes[{i}]"
-        if not isinstance(e, dict):
-            raise RunFileError(f"{where} is not an object")
-        missing = [k for k in _EPISODE_KEYS if k not in e]
-        if missing:
-            raise RunFileError(f"{where}: missing {', '.join(map(repr, missing))}; {_HINT}")
-        for key in ("turns", "repeat"):
-            if not isinstance(e[key], int) or isinstance(e[key], bool) or e[key] < 0:
-                raise RunFileError(f"{where}.{key}: expected a whole number >= 0, got {e[key]!r}")
-        for key in ("progress", "satisfied", "tokens", "cost_usd"):
-            if e.get(key) is not None and (not isinstance(e[key], (int, float)) or isinstance(e[key], bool)):
-                raise RunFileError(f"{where}.{key}: expected a number, got {e[key]!r}")
-        failure = e.get("failure")
-        if failure is not None and not (isinstance(failure, dict) and isinstance(failure.get("turn", 0), int)):
-            raise RunFileError(f"{where}.failure: expected null or an object with a whole-number turn")
-        if not isinstance(e["termination"], str) or not isinstance(e["spec_id"], str):
-            raise RunFileError(f"{where}: spec_id and termination must be strings")
-        if e.get("trace") is not None and not isinstance(e["trace"], str):
-            raise RunFileError(f"{where}.trace: expected a path, got {e['trace']!r}")
-
-
-def build_results(config: dict[str, Any], episodes: list[dict[str, Any]], *, survival_turn: int = 20,
-                  shard: dict[str, int] | None = None, canaries: dict[str, Any] | None = None) -> dict[str, Any]:
-    episodes = sorted(episodes, key=lambda e: (e["spec_id"], e["repeat"]))
+    records = sorted((dict(e) for e in episodes), key=lambda e: (e["spec_id"], e["repeat"]))
     # The structured-output mode each model ended up with (``auto`` chooses per endpoint and model);
     # gathered from the episodes, so it is the same with or without pytest-xdist.
     modes: dict[str, str] = {}
-    for e in episodes:
+    for e in records:
         modes.update(e.get("structured_output") or {})
-    config = {**config, "structured_output_used": modes}
-    data = {"version": RESULTS_VERSION, "config": config, "episodes": episodes,
-            "metrics": compute_metrics(episodes, survival_turn=survival_turn)}
-    if shard is not None:
-        data["shard"] = shard  # one slice of a run (ncp run --shard i/n); ncp merge joins the slices
-    if canaries is not None:
-        data["canaries"] = canaries  # the auditor's score on known answers (docs/auditor.md)
-    return data
+    finished = sorted(episode_key(e["spec_id"], e["repeat"]) for e in records)
+    planned = sorted(set(expected)) if expected is not None else finished
+    if stopped is None and set(planned) - set(finished):
+        stopped = "unfinished"
+    data: dict[str, Any] = {
+        "version": RESULTS_VERSION, "complete": stopped is None, "stopped": stopped,
+        "expected": planned, "finished": finished,
+        "config": {**config, "structured_output_used": modes}, "episodes": records,
+        "metrics": compute_metrics(records, survival_turn=survival_turn),
+        "shard": dict(shard) if shard is not None else None,
+        "canaries": dict(canaries) if canaries is not None else None,
+        "merge": dict(merge) if merge is not None else None,
+    }
+    try:
+        return RunResults.model_validate(data)
+    except ValidationError as exc:
+        raise RunFileError(_first_problem(exc, "results being written")) from None
 
 
-def write_results(out_dir: str | Path, config: dict[str, Any], episodes: list[dict[str, Any]],
-                  *, survival_turn: int = 20, shard: dict[str, int] | None = None,
-                  canaries: dict[str, Any] | None = None) -> Path:
-    """Write ``results.json`` atomically (``core.files.atomic_write_text``): readers never see half a file."""
+def write_results(out_dir: str | Path, results: RunResults) -> Path:
+    """Write ``results`` as ``out_dir/results.json`` atomically: readers never see half a file.
+
+    Traces inside the results folder are recorded relative to it, so the folder can move whole.
+    """
     out = Path(out_dir)
-    # Traces inside the results folder are recorded relative to it, so the folder can move whole.
-    episodes = [{**e, "trace": trace_reference(e["trace"], out)} if e.get("trace") else e for e in episodes]
-    data = build_results(config, episodes, survival_turn=survival_turn, shard=shard, canaries=canaries)
-    return atomic_write_text(out / RESULTS_FILE, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    episodes = [e.model_copy(update={"trace": trace_reference(e.trace, out)}) if e.trace else e
+                for e in results.episodes]
+    document = results.model_copy(update={"episodes": episodes}).document()
+    return atomic_write_text(out / RESULTS_FILE, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+
+
+def results_json_schema() -> dict[str, Any]:
+    """The JSON Schema of results.json (``ncp schema --results``)."""
+    schema = RunResults.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "pytest-ncp results.json"
+    return schema
+
+
+__all__ = ["RESULTS_FILE", "RESULTS_VERSION", "SUPPORTED_VERSIONS", "Canaries", "CanaryCase", "EpisodeRecord",
+           "ErrorRecord", "Failure", "ForkOrigin", "MergeRecord", "Metrics", "Models", "NodeReached",
+           "RunConfigRecord", "RunResults", "ShardRecord", "SpeculativeUsage", "Stopped", "SurvivalPoint", "build_results",
+           "load_results", "parse_results", "results_json_schema", "results_path", "split_key", "write_results"]

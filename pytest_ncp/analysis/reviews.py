@@ -21,11 +21,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..core.files import atomic_write_text
 from .metrics import CONFLICT_KINDS, wilson
 from ..core.traces import RunFileError
+
+if TYPE_CHECKING:
+    from .results import RunResults
 
 REVIEWS_FILE = "reviews.json"
 REVIEWS_VERSION = 1
@@ -54,19 +57,17 @@ class ConflictItem:
         return (self.spec_id, self.repeat, self.turn, self.type)
 
 
-def conflicts_of(results: Mapping[str, Any]) -> list[ConflictItem]:
+def conflicts_of(results: RunResults) -> list[ConflictItem]:
     """The confirmed conflicts of a run (one per conflict episode), in (spec_id, repeat) order."""
     items = []
-    for e in results["episodes"]:
-        f = e.get("failure")
-        if not f or not str(e["termination"]).startswith("conflict:"):
+    for e in results.episodes:
+        f = e.failure
+        if f is None or not e.termination.startswith("conflict:"):
             continue
         items.append(ConflictItem(
-            spec_id=str(e["spec_id"]), repeat=int(e["repeat"]), turn=int(f.get("turn", e["turns"])),
-            type=str(f.get("type") or str(e["termination"]).split(":", 1)[1]),
-            fact_ids=tuple(f.get("fact_ids") or ()), commitment_ids=tuple(f.get("commitment_ids") or ()),
-            quote=f.get("quote") or "", explanation=f.get("explanation") or "",
-            confirmation=f.get("confirmation") or "", trace=e.get("trace"),
+            spec_id=e.spec_id, repeat=e.repeat, turn=f.turn, type=f.type, fact_ids=tuple(f.fact_ids),
+            commitment_ids=tuple(f.commitment_ids), quote=f.quote, explanation=f.explanation,
+            confirmation=f.confirmation, trace=e.trace,
         ))
     return sorted(items, key=lambda i: i.key)
 

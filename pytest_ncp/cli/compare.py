@@ -11,9 +11,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..core.config import episode_name
 from .common import EXIT_ERROR_BUDGET, EXIT_FAILED, EXIT_OK, error_rate, positive, usage, whole_number
+
+
+if TYPE_CHECKING:
+    from ..analysis.results import RunResults
 
 
 def register(sub: Any) -> None:
@@ -23,7 +28,8 @@ def register(sub: Any) -> None:
                        description="Pair the episodes of two runs on (spec_id, repeat), list newly failing "
                                    "episodes and commitments, and test the change in survival@TURN (exact "
                                    "McNemar, paired bootstrap 95% CI). Exit 1 when NEW is worse with "
-                                   "p < ALPHA or when no pair can be compared; exit 6 when either run has "
+                                   "p < ALPHA, when no pair can be compared, or when an episode of BASE has "
+                                   "no partner in NEW (see --allow-unpaired); exit 6 when either run has "
                                    "more unknown outcomes (auditor, model, player errors) than --max-error-rate "
                                    "allows; 0 otherwise.")
     p.add_argument("base", metavar="BASE", help="baseline run: a run directory or its results.json")
@@ -37,6 +43,10 @@ def register(sub: Any) -> None:
     p.add_argument("--max-error-rate", metavar="RATE", type=error_rate, default=0.0,
                    help="share of episodes of either run allowed to end in an auditor, model or player error, "
                         "e.g. 0.05 or 5%%; above it compare exits 6 (default 0: any such error)")
+    p.add_argument("--allow-unpaired", action="store_true",
+                   help="compare even when episodes of BASE have no partner in NEW (a partial or interrupted "
+                        "run, another spec set); without it compare exits 1, since a missing episode may be the "
+                        "failing one")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("agree", help="auditor agreement between runs of the same transcripts",
@@ -78,7 +88,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print("\n".join(lines[1:]))
     from ..analysis.metrics import error_budget
 
-    budgets = [(name, error_budget(run["episodes"], args.max_error_rate)) for name, run in (("base", base), ("new", new))]
+    budgets = [(name, error_budget(run.records(), args.max_error_rate)) for name, run in (("base", base), ("new", new))]
     for name, budget in budgets:
         if budget.unknown or budget.exceeded:
             print(budget.line(f"{name} run"))
@@ -86,19 +96,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return EXIT_ERROR_BUDGET
     if not result.measurable:
         return EXIT_FAILED  # no evidence either way: never a pass
+    if result.only_in_base and not args.allow_unpaired:
+        # A run that stopped early (SIGINT, a dead worker, a shard merged without its slice) lacks exactly the
+        # episodes it never finished, and one of them may be the one that fails: no verdict over the rest.
+        print(f"ncp compare: cannot decide: {len(result.only_in_base)} episode(s) of base have no partner in new "
+              f"(first: {episode_name(*result.only_in_base[0])}); a partial run may lack the failing one. Re-run "
+              "them (e.g. --resume), or pass --allow-unpaired to judge the pairs alone")
+        return EXIT_FAILED
     return EXIT_FAILED if result.regression else EXIT_OK
 
 
-def _describe(run: dict[str, Any]) -> str:
-    c = run.get("config") or {}
-    models = c.get("models") or {}
-    return (f"{len(run['episodes'])} episode(s); narrator {c.get('narrator') or '?'}"
-            f"{' / ' + models['narrator'] if models.get('narrator') else ''}, player {c.get('player') or '?'}, "
-            f"auditor {c.get('auditor_model') or '?'}")
+def _describe(run: RunResults) -> str:
+    c = run.config
+    narrator_model = c.models.narrator if c.models else None
+    complete = "" if run.complete else f"; INCOMPLETE: {run.incompleteness()}"
+    return (f"{len(run.episodes)} episode(s); narrator {c.narrator or '?'}"
+            f"{' / ' + narrator_model if narrator_model else ''}, player {c.player or '?'}, "
+            f"auditor {c.auditor_model or '?'}{complete}")
 
 
 def _commitment_kinds(spec_paths: list[str] | None,
-                      runs: list[tuple[dict[str, Any], Path]]) -> dict[str, dict[str, str]] | None:
+                      runs: list[tuple[RunResults, Path]]) -> dict[str, dict[str, str]] | None:
     """spec_id -> commitment_id -> kind, from --specs or from the spec files the traces recorded.
 
     None when no spec file could be read (compare then reports violations only).
@@ -116,13 +134,13 @@ def _commitment_kinds(spec_paths: list[str] | None,
         return {s.id: {c.id: c.kind for c in s.all_commitments} for s in specs} or None
     kinds: dict[str, dict[str, str]] = {}
     for run, run_dir in runs:
-        for e in run["episodes"]:
-            if e["spec_id"] in kinds:
+        for e in run.episodes:
+            if e.spec_id in kinds:
                 continue
-            trace = resolve_trace(e.get("trace"), run_dir)
+            trace = resolve_trace(e.trace, run_dir)
             start = start_event(trace) if trace else None
             spec = load_recorded_spec(start.get("spec_path") if start else None, run_dir)
-            if spec is not None and spec.id == e["spec_id"]:
+            if spec is not None and spec.id == e.spec_id:
                 kinds[spec.id] = {c.id: c.kind for c in spec.all_commitments}
     return kinds or None
 

@@ -48,6 +48,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"ncp report: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     rows = [run_rows(r.results, r.label, reviews=r.reviews) for r in runs]
+    for r in runs:  # stderr: stdout may be JSON or Markdown being piped somewhere
+        if not r.results.complete:
+            print(f"ncp report: note: {r.label} is incomplete: {r.results.incompleteness()}", file=sys.stderr)
     if args.json:
         sys.stdout.write(render_json(rows))
     elif args.markdown:

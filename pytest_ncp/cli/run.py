@@ -211,6 +211,7 @@ def _execute(runner: Any, specs: list[Any], jobs: int, canary_cases: list[Any], 
             else:
                 canaries = asyncio.run(run_here())
     except KeyboardInterrupt:
+        runner.end("interrupted")  # results.json: complete false, what finished, and why the rest did not
         if args.out:
             print(f"interrupted: {len(runner.results)} finished episode(s) are in {Path(args.out) / 'results.json'}; "
                   f"continue with the same command plus --resume", file=sys.stderr)

@@ -274,9 +274,9 @@ async def fork(state: EpisodeState, spec: NarrativeSpec, *, narrator_factory: Na
 
 def fork_results(outcome: ForkOutcome, out_dir: str | Path, config: dict[str, Any]) -> Path:
     """results.json of a fork (same format as a run's; every episode carries its ``fork`` origin)."""
-    from ..analysis.results import write_results
+    from ..analysis.results import build_results, write_results
 
     episodes = [r.to_dict() for r in outcome.results]
-    return write_results(out_dir, {**config, "fork": {"trace": outcome.state.trace, "turn": outcome.state.turn}},
-                         episodes)
+    return write_results(out_dir, build_results(
+        {**config, "fork": {"trace": outcome.state.trace, "turn": outcome.state.turn}}, episodes))
 

@@ -101,19 +101,18 @@ def find_traces(source: str | Path) -> tuple[list[Path], dict[str, Any] | None]:
     if results.is_file():
         run = load_results(results)
         paths, missing = [], []
-        for e in run["episodes"]:
-            if not e.get("trace") and e["termination"] == "error":
+        for e in run.episodes:
+            if not e.trace and e.termination == "error":
                 continue  # the episode could not even start (e.g. the narrator failed to build): nothing to judge
-            found = resolve_trace(e.get("trace"), results.parent)
+            found = resolve_trace(e.trace, results.parent)
             if found is None:
-                name = episode_name(e["spec_id"], int(e["repeat"]))
-                missing.append(f"{name} ({e.get('trace') or 'no trace recorded'})")
+                missing.append(f"{episode_name(e.spec_id, e.repeat)} ({e.trace or 'no trace recorded'})")
             else:
                 paths.append(found)
         if missing:
             raise RunFileError(f"{results}: trace(s) not found: {', '.join(missing)}; keep the run's traces/ "
                                "directory next to results.json, or pass the traces directory instead")
-        return paths, dict(run.get("config") or {})
+        return paths, run.config.model_dump(mode="json", exclude_unset=True)
     if src.is_dir():
         traces = sorted((src / "traces").glob("*.jsonl")) or sorted(src.glob("*.jsonl"))
         if traces:
@@ -250,6 +249,7 @@ async def reaudit(recorded: Sequence[RecordedEpisode], specs: dict[str, Narrativ
                     player_factory=lambda spec: ScriptedPlayer([]), client=client, on_episode=on_episode)
     bound = asyncio.Semaphore(config.concurrency)
     config_dict = config.to_dict()
+    runner.expect(episode_key(r.spec_id, r.repeat) for r in recorded)
 
     async def one(r: RecordedEpisode) -> EpisodeResult:
         async with bound:
@@ -265,7 +265,9 @@ async def reaudit(recorded: Sequence[RecordedEpisode], specs: dict[str, Narrativ
             runner.record(result)
             return result
 
-    return list(await asyncio.gather(*(one(r) for r in recorded)))
+    done = list(await asyncio.gather(*(one(r) for r in recorded)))
+    runner.end()
+    return done
 
 
 def _built_per_trace() -> Any:

@@ -21,7 +21,7 @@ from ..llm import ModelClient, scrub
 from .narrators import NarratorFactory, load_narrator
 from ..core.config import DEFAULT_AUDITOR_MODEL, RunConfig, Shard, episode_key
 from .players import Player, make_player
-from ..analysis.results import write_results
+from ..analysis.results import Stopped, build_results, write_results
 from ..core.spec import NarrativeSpec
 
 if TYPE_CHECKING:
@@ -65,6 +65,10 @@ class Runner:
     changed: list[str] = field(default_factory=list)  # episodes resume() found changed and re-runs (force)
     canaries: dict[str, Any] | None = None  # the auditor canaries' summary, once scored (docs/auditor.md)
     progress: RunProgress = field(default_factory=RunProgress)
+    # results.json says whether the run is complete: the episodes it set out to finish (``plan``), and why it
+    # is not (yet) complete: "running" until the host calls ``end()``, "interrupted" after Ctrl-C.
+    expected: set[str] = field(default_factory=set)
+    stopped: Stopped | None = "running"
 
     def __post_init__(self) -> None:
         if self.client is None:
@@ -193,10 +197,10 @@ class Runner:
             async with bound:
                 return await self.run_one(spec, repeat)
 
-        jobs = [one(s, r) for s, r in self.jobs(specs)]
+        jobs = [one(s, r) for s, r in self.plan(specs)]
         self.progress.total += len(jobs)
         done = list(await asyncio.gather(*jobs))
-        self.save()  # also after a resume that ran nothing: results.json then carries this run's configuration
+        self.end()  # also after a resume that ran nothing: results.json then carries this run's configuration
         return done
 
     def jobs(self, specs: Sequence[NarrativeSpec]) -> list[tuple[NarrativeSpec, int]]:
@@ -205,6 +209,23 @@ class Runner:
         if self.config.shard:
             jobs = Shard.parse(self.config.shard).select(jobs)
         return jobs
+
+    def plan(self, specs: Sequence[NarrativeSpec]) -> list[tuple[NarrativeSpec, int]]:
+        """``jobs(specs)``, now expected to finish: results.json is complete only once all of them have."""
+        jobs = self.jobs(specs)
+        self.expect(episode_key(s.id, r) for s, r in jobs)
+        return jobs
+
+    def expect(self, keys: Any) -> None:
+        """Episode keys (``spec--rN``) this run sets out to finish; the run runs until ``end()``."""
+        self.expected.update(keys)
+        self.stopped = "running"
+
+    def end(self, stopped: Stopped | None = None) -> None:
+        """The run is over: ``stopped`` None when it ended by itself (results.json then says complete when no
+        expected episode is missing), ``"interrupted"`` after Ctrl-C. Rewrites results.json."""
+        self.stopped = stopped
+        self.save()
 
     # --- results.json --------------------------------------------------------------------------
     def record(self, result: EpisodeResult) -> None:
@@ -222,8 +243,9 @@ class Runner:
             shard = None
             if self.config.shard:
                 shard = Shard.parse(self.config.shard).to_dict()
-            write_results(self.out_dir, self.config.to_dict(), list(self.results.values()),
-                          survival_turn=self.config.survival_turn, shard=shard, canaries=self.canaries)
+            write_results(self.out_dir, build_results(
+                self.config.to_dict(), list(self.results.values()), survival_turn=self.config.survival_turn,
+                expected=self.expected, stopped=self.stopped, shard=shard, canaries=self.canaries))
 
 
 class BackgroundRunner:

@@ -6,17 +6,20 @@ one shard, shard sizes differ by at most one, the repeats of one spec spread ove
 slice does not depend on the order specs were found in. Each shard writes an ordinary run folder
 whose results.json also says ``"shard": {"index": i, "count": n}``; ``merge_runs`` checks that the
 parts belong to one run (same configuration bar the endpoint and cassette folder each machine used,
-same shard count, none missing, no episode twice) and writes one results.json with traces copied beside it, whose metrics are those of the unsharded run.
+same shard count, none missing, no episode twice, each shard complete and holding exactly its slice) and
+writes one results.json with traces copied beside it, whose metrics are those of the unsharded run.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..core.config import Shard  # noqa: F401 - the value type lives with the run settings that carry it
+
+if TYPE_CHECKING:
+    from ..analysis.results import RunResults
 
 
 # Where each machine found its models and cassettes: allowed to differ between the shards of one run.
@@ -27,32 +30,30 @@ class MergeError(ValueError):
     """The runs cannot be merged into one; the message says which and why."""
 
 
-def merge_runs(sources: Sequence[str | Path], out: str | Path, *, allow_missing: bool = False) -> tuple[Path, list[str]]:
-    """Merge the results of shard runs into ``out``; returns the results path and notes worth printing."""
-    from ..analysis.results import RESULTS_VERSION, results_path, write_results
-    from ..core.traces import resolve_trace
+def merge_runs(sources: Sequence[str | Path], out: str | Path, *, allow_missing: bool = False,
+               allow_incomplete: bool = False) -> tuple[Path, RunResults, list[str]]:
+    """Merge the results of shard runs into ``out``; returns the results path, the merged results and notes
+    worth printing. Each part is read with ``load_results`` and checked against its slice."""
+    from ..analysis.results import build_results, load_results, results_path, write_results
+    from ..core.traces import RunFileError, resolve_trace
 
     if not sources:
         raise MergeError("nothing to merge: give the run folders of the shards")
     out = Path(out)
-    parts: list[tuple[Path, dict[str, Any]]] = []
+    parts: list[tuple[Path, RunResults]] = []
     for source in sources:
         file = results_path(source)
+        if not file.exists():
+            raise MergeError(f"{source}: no results.json (is it the --out folder of a run?)")
         try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise MergeError(f"{source}: no results.json (is it the --out folder of a run?)") from None
-        except (OSError, ValueError) as exc:
-            raise MergeError(f"{file}: not a readable results.json: {exc}") from None
-        if not isinstance(data, dict) or data.get("version") != RESULTS_VERSION:
-            raise MergeError(f"{file}: results version {data.get('version') if isinstance(data, dict) else '?'}, "
-                             f"expected {RESULTS_VERSION}")
-        parts.append((file, data))
+            parts.append((file, load_results(file)))
+        except RunFileError as exc:
+            raise MergeError(str(exc)) from None
 
     first_file, first = parts[0]
     notes: list[str] = []
     for file, data in parts[1:]:
-        a, b = first.get("config") or {}, data.get("config") or {}
+        a, b = first.config.model_dump(mode="json"), data.config.model_dump(mode="json")
         diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
         if set(diff) - PLACES:
             raise MergeError(f"{file} and {first_file} were run with different configurations "
@@ -60,15 +61,17 @@ def merge_runs(sources: Sequence[str | Path], out: str | Path, *, allow_missing:
                              "merge only shards of one run")
         if "api_base" in diff and "api_base differs" not in " ".join(notes):
             notes.append("api_base differs between shards (each machine had its own endpoint); "
-                         f"the merged config keeps {a.get('api_base')!r}")
-    counts = {(d.get("shard") or {}).get("count") for _, d in parts}
+                         f"the merged config keeps {first.config.api_base!r}")
+    counts = {d.shard.count if d.shard else None for _, d in parts}
     if len(counts) > 1:
         raise MergeError(f"the runs were split into different numbers of shards ({sorted(map(str, counts))})")
     count = counts.pop()
+    missing: list[int] = []
     if count:
         seen: dict[int, Path] = {}
         for file, data in parts:
-            index = data["shard"]["index"]
+            assert data.shard is not None  # every part has a shard record: the counts agree and are not None
+            index = data.shard.index
             if index in seen:
                 raise MergeError(f"shard {index}/{count} is given twice: {seen[index]} and {file}")
             seen[index] = file
@@ -78,16 +81,24 @@ def merge_runs(sources: Sequence[str | Path], out: str | Path, *, allow_missing:
             if not allow_missing:
                 raise MergeError(message + " (pass --allow-missing to merge the others anyway)")
             notes.append(message + ": the merged metrics cover the other shards only")
+    incomplete = _incomplete_parts(parts, count if count and not missing else None)
+    if incomplete and not allow_incomplete:
+        raise MergeError("\n".join([f"{len(incomplete)} shard(s) are incomplete; their missing episodes may be the "
+                                    "failing ones:", *(f"  {why}" for _, why in incomplete),
+                                    "Finish them (the same ncp run command plus --resume), or pass "
+                                    "--allow-incomplete to merge them anyway (the merged results.json then "
+                                    "says complete: false)"]))
+    for _, why in incomplete:
+        notes.append(f"merged although incomplete (--allow-incomplete): {why}")
 
     episodes: dict[tuple[str, int], dict[str, Any]] = {}
     where: dict[tuple[str, int], Path] = {}
     (out / "traces").mkdir(parents=True, exist_ok=True)
     for file, data in parts:
-        for entry in data.get("episodes", []):
+        for entry in data.records():
             key = (entry["spec_id"], int(entry["repeat"]))
             if key in episodes:
                 raise MergeError(f"episode {key[0]}[r{key[1]}] is in both {where[key]} and {file}")
-            entry = dict(entry)
             trace = resolve_trace(entry.get("trace"), file.parent)
             if trace is not None:
                 target = out / "traces" / trace.name
@@ -95,6 +106,39 @@ def merge_runs(sources: Sequence[str | Path], out: str | Path, *, allow_missing:
                     shutil.copy2(trace, target)
                 entry["trace"] = str(target)
             episodes[key], where[key] = entry, file
-    config = first.get("config") or {}
-    path = write_results(out, config, list(episodes.values()), survival_turn=int(config.get("survival_turn", 20)))
-    return path, notes
+    config = first.config.model_dump(mode="json", exclude_unset=True)
+    expected = {k for _, data in parts for k in (data.expected or data.finished)}
+    merged = build_results(
+        config, list(episodes.values()), survival_turn=20 if first.config.survival_turn is None else first.config.survival_turn, expected=expected,
+        # Not complete when a shard, or part of one, is not there: the merged figures cover less than the run.
+        stopped="unfinished" if incomplete or missing else None,
+        merge={"sources": [str(f) for f, _ in parts], "incomplete": [str(f) for f, _ in incomplete],
+               "missing_shards": [f"{i}/{count}" for i in missing]})
+    return write_results(out, merged), merged, notes
+
+
+def _incomplete_parts(parts: Sequence[tuple[Path, RunResults]], count: int | None) -> list[tuple[Path, str]]:
+    """The parts that are not a whole slice of the run, each with why: not complete, episodes outside
+    the part's own list, or (``count`` given: every shard present) a list that is not the slice
+    ``Shard.select`` cuts from the whole run's episodes."""
+    from ..analysis.results import split_key
+
+    found: list[tuple[Path, str]] = []
+    every = sorted({split_key(k) for _, d in parts for k in d.expected})
+    for file, data in parts:
+        if not data.complete:
+            found.append((file, f"{file}: {data.incompleteness()}"))
+            continue
+        stray = sorted(set(data.finished) - set(data.expected))
+        if stray:
+            found.append((file, f"{file}: {len(stray)} episode(s) outside its expected list (first: {stray[0]})"))
+            continue
+        if count and data.shard is not None:
+            from ..core.config import episode_key
+
+            slice_ = sorted(episode_key(*job) for job in Shard(data.shard.index, count).select(every))
+            if slice_ != sorted(data.expected):
+                found.append((file, f"{file}: shard {data.shard.index}/{count} holds {len(data.expected)} episode(s), "
+                                    f"not its slice of the run's {len(every)} ({len(slice_)}): the shards were "
+                                    "run over different specs or repeats"))
+    return found

@@ -60,7 +60,7 @@ def run_in_workers(runner: Runner, specs: Sequence[NarrativeSpec], workers: int,
     from ..core.config import episode_key
     from ..llm import Usage
 
-    jobs = runner.jobs(specs)
+    jobs = runner.plan(specs)
     todo = [(s, r) for s, r in jobs if episode_key(s.id, r) not in runner._finished]
     runner.progress.total += len(jobs)
     runner.progress.finished += len(jobs) - len(todo)
@@ -109,6 +109,7 @@ def run_in_workers(runner: Runner, specs: Sequence[NarrativeSpec], workers: int,
                 p.terminate()
                 p.join()
     runner.progress.running = 0
+    runner.end()  # results.json: complete, or "unfinished" with the episodes a dead worker left
     problems = []
     if expected:
         codes = ", ".join(f"{p.name} exit {p.exitcode}" for p in processes if p.exitcode)

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from ..core.config import episode_key
 from ..core.exit_codes import EXIT_ERROR_BUDGET
 from . import options
 from .fixtures import (  # noqa: F401 - fixtures register through the plugin module
@@ -99,6 +100,18 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     from .collect import failures_first
 
     failures_first(config, items, ncp.settings.failures_only)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    ncp = _ncp(session.config)
+    if ncp is None or ncp.is_worker:
+        return
+    from .collect import _SpecItem
+
+    # The episodes the selected spec tests read (after -k, --lf, deselection): results.json is complete, and
+    # a gate can decide, only once every one of them has reported. (Under xdist the controller collects
+    # nothing; XdistHooks learns them from the workers' collections instead.)
+    ncp.expect(episode_key(i.spec.id, i.repeat) for i in session.items if isinstance(i, _SpecItem))
 
 
 def pytest_runtestloop(session: pytest.Session) -> None:

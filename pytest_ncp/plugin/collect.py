@@ -11,11 +11,13 @@ instead and the session checks the budget at the end. Under a survival gate, fai
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import pytest
 
+from ..core.config import episode_key
 from .options import MARKER, PROPERTY_PREFIX
 from .session import SESSION_KEY, NcpSession
 
@@ -54,6 +56,22 @@ class SpecInvalid(pytest.fail.Exception):  # type: ignore[name-defined]
 
 def _key(spec_id: str, repeat: int, repeats: int) -> str:
     return spec_id if repeats == 1 else f"{spec_id}-r{repeat}"
+
+
+_SPEC_TEST = re.compile(r"::(?:episode\[(?P<e>[^\]:]+)\]|commitment\[(?P<c>[^\]:]+):[^\]]+\])$")
+
+
+def episode_of(nodeid: str, repeats: int) -> str | None:
+    """The episode key (``spec--rN``) a spec test's node id reads (the inverse of the names ``_key``
+    gives); None for any other test. The xdist controller learns the selected episodes this way."""
+    m = _SPEC_TEST.search(nodeid)
+    if m is None:
+        return None
+    key = m["e"] or m["c"]
+    if repeats == 1:
+        return episode_key(key, 0)
+    spec_id, sep, repeat = key.rpartition("-r")
+    return episode_key(spec_id, int(repeat)) if sep and repeat.isdigit() else None
 
 
 def _given_paths(config: pytest.Config) -> list[Path]:
@@ -201,6 +219,7 @@ class EpisodeItem(_SpecItem):
             self.user_properties.append((PROPERTY_PREFIX + key, data[key]))
         self.user_properties.append((PROPERTY_PREFIX + "survived", result.survived))
         # The whole episode record, so the controller can merge results.json and the gate under xdist.
+        self.ncp.attach(episode_key(result.spec.id, result.repeat))
         self.user_properties.append((PROPERTY_PREFIX + "episode", json.dumps(data, ensure_ascii=False)))
 
     def runtest(self) -> None:
@@ -222,6 +241,10 @@ class CommitmentItem(_SpecItem):
     def _properties(self, result: EpisodeResult) -> None:
         self.user_properties.append((PROPERTY_PREFIX + "commitment", self.commitment_id))
         self.user_properties.append((PROPERTY_PREFIX + "state", result.commitment_states[self.commitment_id]))
+        if self.ncp.attach(episode_key(result.spec.id, result.repeat)):
+            # Its episode test was not selected (``-k commitment``): this test carries the record, so the
+            # episode still counts in the error budget, the gate and results.json.
+            self.user_properties.append((PROPERTY_PREFIX + "episode", json.dumps(result.to_dict(), ensure_ascii=False)))
 
     def runtest(self) -> None:
         from ..report.text import commitment_text

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import pytest
 
+from ..core.config import episode_key
 from .options import PROPERTY_PREFIX, Settings
 
 if TYPE_CHECKING:
     from ..engine.episode import EpisodeResult
     from ..analysis.compare import Comparison
     from ..analysis.metrics import BudgetVerdict, GateVerdict
+    from ..analysis.results import RunResults, Stopped
     from ..engine.runner import BackgroundRunner
     from ..core.spec import NarrativeSpec
 
@@ -29,7 +31,9 @@ class NcpSession:
         self.settings = settings
         self.is_worker = is_worker
         self.trace_root = settings.report or trace_root
-        self.episodes: dict[str, dict[str, Any]] = {}  # nodeid -> episode record (from reports)
+        self.episodes: dict[str, dict[str, Any]] = {}  # episode key (spec--rN) -> its record (from reports)
+        self.expected: set[str] = set()  # episode keys of the selected spec tests (results.json: complete?)
+        self._attached: set[str] = set()  # episodes whose record a test of this process already carries
         self.gate_verdict: GateVerdict | None = None
         self.budget: BudgetVerdict | None = None
         self.comparison: Comparison | None = None
@@ -165,10 +169,26 @@ class NcpSession:
         episode = props.get(PROPERTY_PREFIX + "episode")
         if episode is None or not (when == "call" or (when == "setup" and failed)):
             return
-        self.episodes[nodeid] = json.loads(episode)
-        self._store_failure(self.episodes[nodeid])
+        record = json.loads(episode)
+        key = episode_key(record["spec_id"], int(record["repeat"]))
+        if key in self.episodes:
+            return  # the same episode, carried by another of its tests
+        self.episodes[key] = record
+        self._store_failure(record)
         if not self.is_worker and self.settings.report:
-            self.write_results()
+            self.write_results(stopped="running")
+
+    def expect(self, keys: Iterable[str]) -> None:
+        """Episodes the session's selected spec tests read: results.json is complete once all have reported."""
+        self.expected.update(keys)
+
+    def attach(self, key: str) -> bool:
+        """True the first time a test of this process asks to carry episode ``key``'s record: every
+        episode reaches the controller once, whichever of its tests ran (``-k commitment`` included)."""
+        if key in self._attached:
+            return False
+        self._attached.add(key)
+        return True
 
     def _store_failure(self, record: dict[str, Any]) -> None:
         """--ncp-failures: keep the fork point of a confirmed conflict (on the controller, once per episode)."""
@@ -189,12 +209,19 @@ class NcpSession:
     def episode_records(self) -> list[dict[str, Any]]:
         return sorted(self.episodes.values(), key=lambda e: (e["spec_id"], e["repeat"]))
 
-    def write_results(self) -> Path:
+    def results(self, stopped: Stopped | None = None) -> RunResults:
+        """The session's results (``stopped``: see ``analysis.results.build_results``)."""
+        from ..analysis.results import build_results
+
+        return build_results(self.settings.run.to_dict(), self.episode_records(),
+                             survival_turn=self.settings.run.survival_turn, expected=self.expected,
+                             stopped=stopped, canaries=self.canary_summary)
+
+    def write_results(self, stopped: Stopped | None = None) -> Path:
         from ..analysis.results import write_results
 
         assert self.settings.report is not None
-        return write_results(self.settings.report, self.settings.run.to_dict(), self.episode_records(),
-                             survival_turn=self.settings.run.survival_turn, canaries=self.canary_summary)
+        return write_results(self.settings.report, self.results(stopped))
 
     def finish(self) -> int:
         """Error budget, gate, baseline comparison and report files, on the controller.
@@ -220,7 +247,8 @@ class NcpSession:
         if self.settings.report and self.episodes:
             from ..report.html import write_html
 
-            write_html([self.write_results()], self.settings.report / "report.html")
+            write_html([self.write_results("interrupted" if self.interrupted else None)],
+                       self.settings.report / "report.html")
         if self.budget is not None and self.budget.exceeded:
             return EXIT_ERROR_BUDGET
         passed = (self.gate_verdict is None or self.gate_verdict.passed) and self.canaries_passed()
@@ -230,17 +258,15 @@ class NcpSession:
 
     def _compare(self, baseline: Path) -> None:
         from ..analysis.compare import compare_runs
-        from ..analysis.results import build_results
+        from ..analysis.results import load_results
         from ..core.spec import load_specs
 
         try:
-            base = json.loads(baseline.read_text(encoding="utf-8"))
+            base = load_results(baseline)  # a RunFileError (a ValueError) names the file and what is wrong
             specs, _ = load_specs(self.settings.specs)
             kinds = {s.id: {c.id: c.kind for c in s.all_commitments} for s in specs}
-            new = build_results(self.settings.run.to_dict(), self.episode_records(),
-                                survival_turn=self.settings.run.survival_turn)
-            self.comparison = compare_runs(base, new, turn=self.settings.run.survival_turn, kinds=kinds)
-        except (OSError, ValueError, KeyError) as exc:
+            self.comparison = compare_runs(base, self.results(), turn=self.settings.run.survival_turn, kinds=kinds)
+        except (OSError, ValueError) as exc:
             self.comparison_error = f"ncp baseline {baseline}: cannot compare: {exc}"
 
     def summary_lines(self) -> list[str]:

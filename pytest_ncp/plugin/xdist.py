@@ -22,6 +22,17 @@ class XdistHooks:
             return episode_scheduler(config, log)
         return None  # loadscope / loadfile keep a file together already; each runs everything anyway
 
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        # The controller collects nothing itself: the episodes its results.json waits for are those of the
+        # spec tests the workers collected (each worker collects the same selection).
+        from .collect import episode_of
+        from .session import SESSION_KEY
+
+        ncp = node.config.stash.get(SESSION_KEY, None)
+        if ncp is not None:
+            repeats = ncp.settings.run.repeats
+            ncp.expect(k for k in (episode_of(i, repeats) for i in ids) if k is not None)
+
 
 def episode_scheduler(config: pytest.Config, log: Any) -> Any:
     """pytest-xdist scheduling that sends every test of one episode to the same worker.

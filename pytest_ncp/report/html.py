@@ -162,7 +162,8 @@ def _run_view(index: int, run: RunData) -> dict[str, Any]:
                    if config.get(k) is not None],
         "reviews_path": str(run.reviews_path) if run.reviews_path else None,
         "demo": bool(config.get("demo")),
-        "canaries": _canaries(run.results.get("canaries")),
+        "canaries": _canaries(run.results.canaries.model_dump(mode="json") if run.results.canaries else None),
+        "incomplete": run.results.incompleteness(),
         "episodes": [_episode_view(run, f"r{index}-e{j}", e) for j, e in enumerate(run.episodes)],
     }
 

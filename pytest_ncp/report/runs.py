@@ -9,12 +9,15 @@ labels that tell runs apart, the spec outline behind a trace, and the labels of 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..analysis.reviews import REVIEWS_FILE, load_reviews
-from ..analysis.results import load_results, results_path
 from ..core.traces import RunFileError, Trace, find_spec_file
+
+if TYPE_CHECKING:
+    from ..analysis.results import RunResults
 
 
 @dataclass
@@ -22,26 +25,27 @@ class RunData:
     """One results file and what belongs to it."""
 
     path: Path
-    results: dict[str, Any]
+    results: RunResults
     label: str
     reviews: list[dict[str, Any]] = field(default_factory=list)
     reviews_path: Path | None = None
 
     @property
     def config(self) -> dict[str, Any]:
-        return self.results.get("config") or {}
+        return self.results.config.model_dump(mode="json")
 
-    @property
+    @cached_property
     def episodes(self) -> list[dict[str, Any]]:
-        return self.results["episodes"]
+        """The episode records (plain dicts, as the metrics and the templates read them)."""
+        return self.results.records()
 
     @property
     def max_turns(self) -> int:
         """The run's turn limit; from the episodes when an older file does not record it."""
-        value = self.config.get("max_turns")
-        if isinstance(value, int) and value >= 0:
+        value = self.results.config.max_turns
+        if value is not None:
             return value
-        return max((int(e["turns"]) for e in self.episodes), default=0)
+        return max((e.turns for e in self.results.episodes), default=0)
 
 
 def default_label(config: dict[str, Any]) -> str:
@@ -53,11 +57,13 @@ def default_label(config: dict[str, Any]) -> str:
 
 
 def load_run(path: str | Path, label: str | None = None) -> RunData:
+    from ..analysis.results import load_results, results_path  # pydantic: only once a report is made
+
     p = results_path(path)
     results = load_results(p)
     reviews = load_reviews(p.parent)["labels"]
     reviews_path = p.parent / REVIEWS_FILE
-    return RunData(p, results, label or default_label(results.get("config") or {}), reviews,
+    return RunData(p, results, label or default_label(results.config.model_dump(mode="json")), reviews,
                    reviews_path if reviews_path.exists() else None)
 
 

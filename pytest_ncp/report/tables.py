@@ -11,10 +11,13 @@ import html
 import json
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..analysis.metrics import CONFLICT_KINDS, compute_metrics, is_judged, is_narrator_error, survival_table, wilson
 from ..analysis.reviews import dispute_rates
+
+if TYPE_CHECKING:
+    from ..analysis.results import RunResults
 
 SURVIVAL_TURNS = (10, 20, 50, 100)
 KIND_LABELS = {"fact": "fact", "commitment": "commitment", "player_input": "player input"}
@@ -22,7 +25,7 @@ KIND_LABELS = {"fact": "fact", "commitment": "commitment", "player_input": "play
 Row = dict[str, Any]
 
 
-def run_rows(results: Mapping[str, Any], label: str, *,
+def run_rows(results: RunResults | Mapping[str, Any], label: str, *,
              reviews: Sequence[Mapping[str, Any]] | None = None) -> Row:
     """Every figure of one run (one results.json) as plain JSON-ready values.
 
@@ -31,8 +34,11 @@ def run_rows(results: Mapping[str, Any], label: str, *,
     ``n/a (k of N reached turn T)``) when too few episodes were observed up to T. ``reviews`` are the
     labels of the run's reviews.json; without them ``review`` is ``None``.
     """
-    config = results.get("config") or {}
-    episodes = list(results["episodes"])
+    from ..analysis.results import parse_results  # pydantic: only once a table is computed
+
+    run = parse_results(results, label)
+    config = run.config.model_dump(mode="json")
+    episodes = run.records()
     max_turns = config.get("max_turns")
     if not isinstance(max_turns, int):
         max_turns = max((int(e["turns"]) for e in episodes), default=0)
@@ -84,6 +90,8 @@ def run_rows(results: Mapping[str, Any], label: str, *,
         "tokens": m["tokens"],
         "cost_usd": m["cost_usd"],
         "review": dispute_rates(reviews) if reviews else None,
+        "complete": run.complete,
+        "incomplete": run.incompleteness(),
     }
 
 

@@ -40,8 +40,12 @@ def test_sigint_then_resume(ncp_model_server, tmp_path):
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     assert "continue with the same command plus --resume" in stderr
-    finished = {e["spec_id"] for e in json.loads(results.read_text())["episodes"]}
+    cut = json.loads(results.read_text())
+    finished = {e["spec_id"] for e in cut["episodes"]}
     assert 2 <= len(finished) < 6
+    # The file says it is a partial run: what it set out to do, what finished, and why it stopped.
+    assert (cut["complete"], cut["stopped"]) == (False, "interrupted")
+    assert cut["expected"] == [f"s{i}--r0" for i in range(6)] and cut["finished"] == sorted(f"{s}--r0" for s in finished)
     # The episode cut off mid-run left a trace with no end; nothing finished was lost.
     for spec_id in finished:
         assert '"event": "end"' in (out / "traces" / f"{spec_id}--r0.jsonl").read_text()
@@ -52,4 +56,5 @@ def test_sigint_then_resume(ncp_model_server, tmp_path):
     assert f"resuming: {len(finished)} finished episode(s)" in done.stdout
     rerun = {line.split("[")[0] for line in done.stdout.splitlines() if "[r0]:" in line}
     assert rerun == {f"s{i}" for i in range(6)} - finished
-    assert json.loads(results.read_text())["metrics"]["episodes"] == 6
+    resumed = json.loads(results.read_text())
+    assert resumed["metrics"]["episodes"] == 6 and resumed["complete"] and resumed["stopped"] is None

@@ -256,6 +256,7 @@ def test_reaudit_skips_episodes_that_never_started(ncp_model_server, tmp_path):
     data = results(tmp_path / "src")
     data["episodes"].append({**data["episodes"][0], "spec_id": "nosferatu", "termination": "error", "turns": 0,
                              "trace": None, "error": {"kind": "narrator", "message": "could not build"}})
+    data["finished"].append("nosferatu--r0")  # the file lists the keys of its episodes
     (tmp_path / "src" / "results.json").write_text(json.dumps(data))
     assert reaudit(ncp_model_server, tmp_path / "src", tmp_path / "new") == 0
     assert [e["spec_id"] for e in results(tmp_path / "new")["episodes"]] == ["caligari"]

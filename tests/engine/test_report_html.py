@@ -105,6 +105,8 @@ def evil_run(tmp_path, ncp_model_server) -> Path:
     lost = {**episode, "spec_id": SCRIPT, "repeat": 1, "trace": "traces/gone.jsonl", "termination": "error",
             "failure": None, "error": {"kind": "auditor", "message": "M " + EVIL, "traceback": "T " + EVIL}}
     data["episodes"].append(lost)
+    # The file lists the keys of its episodes (and, complete, the same as expected).
+    data["expected"] = data["finished"] = sorted(f"{e['spec_id']}--r{e['repeat']}" for e in data["episodes"])
     path.write_text(json.dumps(data))
     (out / "reviews.json").write_text(json.dumps({"version": 1, "labels": [
         {"spec_id": EVIL_SPEC_ID, "repeat": 0, "turn": 2, "type": "commitment", "label": "dispute",
@@ -157,16 +159,17 @@ def test_report_is_self_contained(evil_run, tmp_path):
 
 
 def test_survival_curves_one_per_run_step_function(tmp_path):
-    from pytest_ncp.analysis.results import write_results
+    from pytest_ncp.analysis.results import build_results, write_results
 
     def episode(spec_id, termination, turns):
         failure = {"turn": turns, "type": "fact"} if termination.startswith("conflict") else None
         return {"spec_id": spec_id, "repeat": 0, "termination": termination, "turns": turns, "failure": failure,
                 "progress": 0, "satisfied": 0, "tokens": 0, "cost_usd": 0, "trace": None}
 
-    a = write_results(tmp_path / "a", {"narrator": "x:A", "max_turns": 4},
-                      [episode("s1", "conflict:fact", 2), episode("s2", "turn_limit", 4)])
-    b = write_results(tmp_path / "b", {"narrator": "x:B", "max_turns": 10}, [episode("s1", "turn_limit", 10)])
+    a = write_results(tmp_path / "a", build_results({"narrator": "x:A", "max_turns": 4},
+                                                    [episode("s1", "conflict:fact", 2), episode("s2", "turn_limit", 4)]))
+    b = write_results(tmp_path / "b", build_results({"narrator": "x:B", "max_turns": 10},
+                                                    [episode("s1", "turn_limit", 10)]))
     chart = survival_chart(load_runs([a, b]))
     first, second = chart["curves"]
     assert first["colour"] != second["colour"]
@@ -233,7 +236,7 @@ def test_report_renders_in_headless_chromium(evil_run, tmp_path):
 
 
 def test_odd_trace_events_cost_their_own_details_not_the_report(tmp_path):
-    from pytest_ncp.analysis.results import write_results
+    from pytest_ncp.analysis.results import build_results, write_results
 
     traces = tmp_path / "run" / "traces"
     traces.mkdir(parents=True)
@@ -249,8 +252,8 @@ def test_odd_trace_events_cost_their_own_details_not_the_report(tmp_path):
     ]
     (traces / "x--r0.jsonl").write_text("\n".join(json.dumps(e) for e in events) + "\n")
     episode = {"spec_id": "x", "repeat": 0, "termination": "turn_limit", "turns": 2, "progress": 0.5,
-               "satisfied": 0.0, "failure": None, "commitments": ["C1"], "trace": "traces/x--r0.jsonl"}
-    path = write_results(tmp_path / "run", {"narrator": "x:Y", "max_turns": 2}, [episode])
+               "satisfied": 0.0, "failure": None, "commitments": {"C1": "PENDING"}, "trace": "traces/x--r0.jsonl"}
+    path = write_results(tmp_path / "run", build_results({"narrator": "x:Y", "max_turns": 2}, [episode]))
     html_text = render_html(load_runs([path]))
     found = assert_inert(html_text)
     assert len(found.named("article")) == 2

@@ -192,3 +192,18 @@ def test_once_keeps_recording_an_episode_while_others_finish(ncp_model_server, t
     results = asyncio.run(runner(ncp_model_server, tmp_path, record_mode="once",
                                  cassettes=str(tmp_path / "cassettes")).run(twins(2)))
     assert [r.termination.value for r in results] == ["conflict:fact", "turn_limit"]
+
+
+def test_results_json_is_complete_only_once_the_run_ends(ncp_model_server, tmp_path):
+    # Rewritten as every episode ends: until the last one and the run's end it says "running".
+    seen = []
+    r = runner(ncp_model_server, tmp_path, max_turns=2)
+    r.on_episode = lambda result: seen.append(json.loads((tmp_path / "results.json").read_text())
+                                              if (tmp_path / "results.json").exists() else None)
+    asyncio.run(r.run(twins(3)))
+    assert len(seen) == 3
+    # on_episode runs before the file is rewritten: it holds the episodes before this one, never "complete".
+    assert all(s is None or (not s["complete"] and s["stopped"] == "running") for s in seen)
+    final = json.loads((tmp_path / "results.json").read_text())
+    assert final["complete"] and final["stopped"] is None
+    assert final["expected"] == final["finished"] == [f"story-{i}--r0" for i in range(3)]

@@ -67,7 +67,9 @@ def test_merged_shards_equal_the_unsharded_run(tmp_path, capsys):
     assert "8 episode(s)" in capsys.readouterr().out
     merged, whole = comparable(tmp_path / "all"), comparable(tmp_path / "whole")
     assert merged["metrics"] == whole["metrics"]
-    assert merged == whole
+    assert merged.pop("merge")["sources"] == [str(tmp_path / f"shard-{i}" / "results.json") for i in (3, 1, 2)]
+    assert whole.pop("merge") is None
+    assert merged == whole and merged["complete"] and len(merged["expected"]) == 8
     # The merged folder stands alone: every trace was copied beside its results.json.
     assert all((tmp_path / "all" / "traces" / e["trace"]).exists() for e in merged["episodes"])
 
@@ -119,3 +121,43 @@ def test_default_workers_rule():
     assert default_workers(33, cores=8) == 2
     assert default_workers(200, cores=2) == 2
     assert default_workers(200, cores=16) == 7
+
+
+def interrupt(folder, keep):
+    """Rewrite a finished run folder as the runner leaves one after SIGINT with ``keep`` episodes done."""
+    from pytest_ncp.analysis.results import build_results, load_results, write_results
+
+    run = load_results(folder)
+    write_results(folder, build_results(
+        run.config.model_dump(mode="json", exclude_unset=True), run.records()[:keep], expected=run.expected,
+        stopped="interrupted", survival_turn=run.metrics.survival_turn,
+        shard=run.shard.model_dump() if run.shard else None))
+
+
+def test_merge_refuses_an_incomplete_shard_and_marks_one_it_was_allowed(tmp_path, capsys):
+    assert demo(tmp_path / "a", "--shard", "1/2") == 0 and demo(tmp_path / "c", "--shard", "2/2") == 0
+    interrupt(tmp_path / "c", keep=3)  # SIGINT on the second machine: one of its four episodes never finished
+    capsys.readouterr()
+    assert main(["merge", str(tmp_path / "a"), str(tmp_path / "c"), "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert "1 shard(s) are incomplete" in err and "c/results.json: 3 of 4 expected episode(s) finished; it was " \
+                                                 "interrupted" in err and "--allow-incomplete" in err
+    assert not (tmp_path / "m" / "results.json").exists()
+    assert main(["merge", str(tmp_path / "a"), str(tmp_path / "c"), "--out", str(tmp_path / "m"),
+                 "--allow-incomplete"]) == 0
+    out = capsys.readouterr()
+    assert "7 episode(s)" in out.out and "INCOMPLETE: 7 of 8 expected episode(s) finished" in out.out
+    assert "merged although incomplete (--allow-incomplete)" in out.err
+    merged = json.loads((tmp_path / "m" / "results.json").read_text())
+    assert (merged["complete"], merged["stopped"], len(merged["expected"])) == (False, "unfinished", 8)
+    assert merged["merge"]["incomplete"] == [str(tmp_path / "c" / "results.json")]
+
+
+def test_merge_refuses_a_shard_that_holds_another_runs_slice(tmp_path, capsys):
+    # Shard 2/2 of three of the specs beside shard 1/2 of four: each complete, together not one run
+    # (big-parade[r1] is in neither). Before the slice check this merged with exit 0.
+    assert demo(tmp_path / "a", "--shard", "1/2") == 0
+    assert demo(tmp_path / "x", "--shard", "2/2", specs=FEW[:3]) == 0
+    capsys.readouterr()
+    assert main(["merge", str(tmp_path / "a"), str(tmp_path / "x"), "--out", str(tmp_path / "m")]) == 2
+    assert "not its slice of the run's 7" in capsys.readouterr().err

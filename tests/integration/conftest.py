@@ -82,6 +82,7 @@ def _import_once() -> None:
     import jinja2  # noqa: F401
     import yaml  # noqa: F401
 
+    import pytest_ncp.analysis.results  # noqa: F401
     import pytest_ncp.engine.runner  # noqa: F401
     import pytest_ncp.llm.cassette  # noqa: F401
     import pytest_ncp.llm.openai_compat  # noqa: F401

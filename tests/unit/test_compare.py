@@ -304,3 +304,17 @@ def test_every_documented_command_parses():
         except SystemExit as exc:  # argparse reports the problem on stderr
             raise AssertionError(f"{name}: `{line}` does not parse") from exc
         assert getattr(args, "func", None), f"{name}: `{line}` names no command"
+
+
+def test_compare_command_refuses_unpaired_base_episodes_unless_allowed(tmp_path, capsys):
+    # NEW stopped early (a SIGINT, a dead worker): the episode it never finished is the one that fails in BASE's
+    # place. The pairs alone show no change; without the refusal this was exit 0.
+    names = specs(8)
+    base = write(tmp_path, "base", run(*(ep(s) for s in names)))
+    new = write(tmp_path, "new", run(*(ep(s) for s in names[:7])))
+    assert main(["compare", str(base), str(new)]) == 1
+    out = capsys.readouterr().out
+    assert "ncp compare: cannot decide: 1 episode(s) of base have no partner in new (first: s07[r0])" in out
+    assert "--allow-unpaired" in out
+    assert main(["compare", str(base), str(new), "--allow-unpaired"]) == 0
+    assert main(["compare", str(new), str(base)]) == 0  # episodes only in NEW cost nothing: BASE is whole

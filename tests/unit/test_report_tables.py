@@ -15,9 +15,8 @@ from pytest_ncp.analysis.metrics import wilson
 from pytest_ncp.report.runs import load_runs
 from pytest_ncp.report.tables import render_json, render_markdown, render_plain, render_terminal, run_rows
 from pytest_ncp.analysis.reviews import dispute_rates, load_reviews
-from pytest_ncp.analysis.results import load_results
+from pytest_ncp.analysis.results import build_results, load_results, write_results
 from pytest_ncp.core.traces import RunFileError
-from pytest_ncp.analysis.results import write_results
 
 
 def ep(spec_id, termination="turn_limit", turns=20, *, repeat=0, conflict_turn=None, progress=0.5,
@@ -46,8 +45,8 @@ def results(episodes=EPISODES, max_turns=20, **config):
 
 
 def write_run(folder: Path, episodes=EPISODES, max_turns=20, **config) -> Path:
-    return write_results(folder, {"narrator": "my_agent:Narrator", "narrator_model": "openai/gpt-x",
-                                  "max_turns": max_turns, **config}, list(episodes))
+    return write_results(folder, build_results({"narrator": "my_agent:Narrator", "narrator_model": "openai/gpt-x",
+                                                "max_turns": max_turns, **config}, list(episodes)))
 
 
 def test_survival_at_t_is_kaplan_meier_with_a_log_log_interval_and_n_a_where_no_episode_reached_t():
@@ -138,7 +137,7 @@ def test_bad_results_files_give_file_line_and_fix(tmp_path):
         load_results(broken)
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"version": 1, "episodes": [{"spec_id": "a", "turns": 3}]}))
-    with pytest.raises(RunFileError, match=r"episodes\[0\]: missing 'termination'"):
+    with pytest.raises(RunFileError, match=r"episodes\[0\]: missing 'repeat', 'termination', 'progress'"):
         load_results(other)
     other.write_text(json.dumps({"version": 1, "episodes": [{**ep("a"), "progress": "half"}]}))
     with pytest.raises(RunFileError, match=r"episodes\[0\]\.progress: expected a number, got 'half'"):
@@ -150,7 +149,7 @@ def test_bad_results_files_give_file_line_and_fix(tmp_path):
 
 def test_a_run_folder_stands_for_its_results_json(tmp_path):
     write_run(tmp_path / "run")
-    assert load_results(tmp_path / "run")["episodes"][0]["spec_id"] == "a"
+    assert load_results(tmp_path / "run").episodes[0].spec_id == "a"
 
 
 def test_runs_with_the_same_narrator_are_told_apart_by_folder(tmp_path):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_ncp.analysis.results import check_results, load_results
+from pytest_ncp.analysis.results import load_results, parse_results
 from pytest_ncp.core.traces import (
     RunFileError, episode_trace, find_spec_file, read_trace, resolve_trace, start_event, trace_reference,
 )
@@ -107,11 +107,11 @@ def test_results_are_checked_the_same_on_disk_and_in_memory(tmp_path):
                "satisfied": 1.0, "trace": "traces/a--r0.jsonl"}
     run = tmp_path / "run"
     write(run / "results.json", json.dumps({"version": 1, "episodes": [episode]}))
-    assert load_results(run)["episodes"] == [episode]
+    assert [e.model_dump(exclude_unset=True) for e in load_results(run).episodes] == [episode]
     with pytest.raises(RunFileError, match=r"^base: episodes\[0\]\.repeat: expected a whole number >= 0"):
-        check_results({"episodes": [{**episode, "repeat": -1}]}, "base")
+        parse_results({"episodes": [{**episode, "repeat": -1}]}, "base")
     with pytest.raises(RunFileError, match=r"^new: episodes\[0\]: missing 'repeat'"):
-        check_results({"episodes": [{k: v for k, v in episode.items() if k != "repeat"}]}, "new")
-    with pytest.raises(RunFileError, match=r"episodes\[0\]\.trace: expected a path"):
-        check_results({"episodes": [{**episode, "trace": 3}]}, "x")
+        parse_results({"episodes": [{k: v for k, v in episode.items() if k != "repeat"}]}, "new")
+    with pytest.raises(RunFileError, match=r"episodes\[0\]\.trace: expected text \(a string\), got 3"):
+        parse_results({"episodes": [{**episode, "trace": 3}]}, "x")
     assert issubclass(RunFileError, ValueError)  # callers that catch ValueError keep working

@@ -19,7 +19,7 @@ def ep(termination, turns, *, spec="s", repeat=0, kind=None, held=None):
     """An episode record; conflicts happen at ``turns``; ``kind`` is an error's kind."""
     return {"spec_id": spec, "repeat": repeat, "termination": termination, "turns": turns, "progress": 0.5,
             "satisfied": 0.5, "held": held,
-            "failure": {"turn": turns} if termination.startswith("conflict:") else None,
+            "failure": {"turn": turns, "type": termination.split(":")[1]} if termination.startswith("conflict:") else None,
             "error": {"kind": kind or "auditor", "message": "m"} if termination == "error" else None,
             "tokens": 0, "cost_usd": 0.0}
 
