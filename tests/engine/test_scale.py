@@ -161,3 +161,21 @@ def test_merge_refuses_a_shard_that_holds_another_runs_slice(tmp_path, capsys):
     capsys.readouterr()
     assert main(["merge", str(tmp_path / "a"), str(tmp_path / "x"), "--out", str(tmp_path / "m")]) == 2
     assert "not its slice of the run's 7" in capsys.readouterr().err
+
+
+def test_a_real_runs_results_json_validates_against_ncp_schema_results(tmp_path, capsys):
+    # A demo run: every role answered by the scripted server over real HTTP, with conflicts, canaries and a shard.
+    from pytest_ncp.analysis.results import load_results
+
+    assert demo(tmp_path / "run", "--shard", "1/2", "--canaries", "2") in (0, 1)
+    document = json.loads((tmp_path / "run" / "results.json").read_text())
+    capsys.readouterr()
+    assert main(["schema", "--results"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.Draft202012Validator(schema).validate(document)
+    broken = {**document, "complete": "yes"}
+    assert not jsonschema.Draft202012Validator(schema).is_valid(broken)
+    # The model reads back exactly what it wrote.
+    assert load_results(tmp_path / "run").document() == document
+    assert document["complete"] and document["canaries"]["k"] == 2 and document["shard"] == {"index": 1, "count": 2}
