@@ -22,8 +22,6 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..core.exit_codes import EXIT_ERROR_BUDGET, EXIT_GATE_FAILED, EXIT_OK
-
 CONFLICT_KINDS = ("fact", "commitment", "player_input")
 Episode = Mapping[str, Any]
 Z95 = 1.959964
@@ -273,6 +271,7 @@ def compute_metrics(episodes: Iterable[Episode], *, survival_turn: int = 20,
 
 
 # --- gates: the error budget and the survival gate ----------------------------------------------------
+# What they decide for a run, and its exit code, is analysis/verdict.py; their sentences are report/verdict.py.
 
 
 
@@ -303,12 +302,6 @@ class BudgetVerdict:
     @property
     def exceeded(self) -> bool:
         return self.rate > self.max_rate + 1e-12
-
-    def line(self, name: str = "run") -> str:
-        verdict = "EXCEEDED" if self.exceeded else "ok"
-        return (f"ncp error budget {verdict}: {self.unknown} of {self.episodes} episode(s) of the {name} could not "
-                f"be judged (auditor, model or player errors: {self.rate:.1%}) "
-                f"{'>' if self.exceeded else '<='} allowed {self.max_rate:.1%} (--max-error-rate)")
 
 
 def error_budget(episodes: Sequence[Episode], max_rate: float = 0.0) -> BudgetVerdict:
@@ -361,24 +354,3 @@ class GateVerdict:
     @property
     def decided(self) -> bool:
         return not self.budget.exceeded and self.point.measurable
-
-    @property
-    def exit_code(self) -> int:
-        if self.passed:
-            return EXIT_OK
-        return EXIT_ERROR_BUDGET if self.budget.exceeded else EXIT_GATE_FAILED
-
-    def line(self) -> str:
-        t = self.gate.turn
-        if self.budget.exceeded:
-            b = self.budget
-            return (f"ncp survival gate FAILED: cannot decide: {b.unknown} of {b.episodes} episode(s) could not be "
-                    f"judged ({b.rate:.1%} > error budget {b.max_rate:.1%}); see the errors above")
-        if not self.point.measurable:
-            return (f"ncp survival gate FAILED: cannot decide: survival@{t} is {self.point.text()}; too few "
-                    f"episodes were observed up to turn {t} (run more turns, or gate on an earlier turn)")
-        errors = f", {self.narrator_errors} narrator error(s) counted as failures" if self.narrator_errors else ""
-        verdict = "PASSED" if self.passed else "FAILED"
-        return (f"ncp survival gate {verdict}: survival@{t} = {self.point.text()}, {self.point.observed} of "
-                f"{self.point.episodes} episode(s) observed to turn {t}{errors}; "
-                f"{'>=' if self.passed else '<'} required {self.gate.rate:.1%}")

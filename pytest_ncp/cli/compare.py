@@ -87,11 +87,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(f"  new:  {results_path(args.new)} ({_describe(new)})")
     print("\n".join(lines[1:]))
     from ..analysis.metrics import error_budget
+    from ..report.verdict import budget_line
 
     budgets = [(name, error_budget(run.records(), args.max_error_rate)) for name, run in (("base", base), ("new", new))]
     for name, budget in budgets:
         if budget.unknown or budget.exceeded:
-            print(budget.line(f"{name} run"))
+            print(budget_line(budget, f"{name} run"))
     if any(b.exceeded for _, b in budgets):
         return EXIT_ERROR_BUDGET
     if not result.measurable:

@@ -6,12 +6,14 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .common import (
-    EXIT_ERROR_BUDGET, EXIT_FAILED, EXIT_OK, EXIT_USAGE, client_settings, error_rate, model_call_options, positive,
-    summary, usage, whole_number, worker_count,
+    EXIT_USAGE, client_settings, error_rate, model_call_options, positive, summary, usage, whole_number, worker_count,
 )
+
+if TYPE_CHECKING:
+    from ..analysis.verdict import CanaryResult
 
 
 def register(sub: Any) -> None:
@@ -74,7 +76,7 @@ def run_options(p: argparse.ArgumentParser) -> None:
 
 def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: str | None = None,
             demo: bool = False) -> int:
-    from ..analysis.metrics import Gate, error_budget
+    from ..analysis.metrics import Gate
     from ..core.config import DEFAULT_AUDITOR_MODEL, RunConfig
     from ..core.spec import load_specs
     from ..engine.narrators import NarratorLoadError
@@ -126,25 +128,22 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     problems, canaries = _execute(runner, specs, len(jobs), canary_cases, args, display)
     for problem in problems:
         print(f"ncp: error: {problem}", file=sys.stderr)
-    entries, metrics = _report(runner, jobs, canaries, args)
-    budget = error_budget(entries, args.max_error_rate)
-    if budget.unknown or budget.exceeded:
-        print(budget.line())
-    if gate:
-        verdict = gate.check(entries, args.max_error_rate)
-        print(verdict.line())
-        if not verdict.passed:
-            return verdict.exit_code
-    if budget.exceeded:
-        return EXIT_ERROR_BUDGET
-    if canaries is not None and not canaries["ok"]:
-        return EXIT_FAILED  # the canary verdict above says the auditor, not the narrator, is in doubt
-    if not gate and metrics["narrator_errors"]:
-        # Without a gate conflicts are measurements, but a narrator that crashes or answers nothing is a bug.
-        print(f"ncp: {metrics['narrator_errors']} episode(s) ended in a narrator error (raised, timed out or "
-              "answered nothing)", file=sys.stderr)
-        return EXIT_FAILED
-    return EXIT_FAILED if errors or problems else EXIT_OK
+    entries = _report(runner, jobs, canaries, args)
+    return _verdict(entries, runner.expected, gate, canaries, [*map(str, errors), *problems], args)
+
+
+def _verdict(entries: list[dict[str, Any]], expected: set[str], gate: Any, canaries: CanaryResult | None,
+             problems: list[str], args: argparse.Namespace) -> int:
+    """The run's verdict, through the one function the pytest session uses too: print its lines, return its
+    exit code. ``expected`` are the episodes this run set out to finish (``Runner.plan``)."""
+    from ..analysis.verdict import decide
+    from ..report.verdict import verdict_lines
+
+    verdict = decide(entries, gate=gate, max_error_rate=args.max_error_rate, expected=expected, canaries=canaries,
+                     problems=problems)
+    for line in verdict_lines(verdict, "run"):
+        print(line)
+    return verdict.exit_code
 
 
 def _canary_cases(args: argparse.Namespace) -> tuple[list[Any], str | None]:
@@ -177,9 +176,10 @@ def _resume(runner: Any, specs: list[Any], args: argparse.Namespace) -> bool:
 
 
 def _execute(runner: Any, specs: list[Any], jobs: int, canary_cases: list[Any], args: argparse.Namespace,
-             display: Any) -> tuple[list[str], dict[str, Any] | None]:
+             display: Any) -> tuple[list[str], CanaryResult | None]:
     """Run the episodes (in this process or ``--workers``) and the canaries; the workers' problems and the
-    canary summary. Ctrl-C says where the finished episodes are, then goes on up."""
+    canaries' result. Ctrl-C marks results.json interrupted, says where the finished episodes are, then goes
+    on up."""
     config = runner.config
     if args.workers == "auto":
         from ..engine.workers import default_workers
@@ -188,16 +188,21 @@ def _execute(runner: Any, specs: list[Any], jobs: int, canary_cases: list[Any], 
     else:
         workers = int(args.workers)
 
-    async def run_canaries() -> dict[str, Any] | None:
+    async def run_canaries() -> CanaryResult | None:
         if not canary_cases:
             return None
+        from ..analysis.verdict import CanaryResult
         from ..calibration.audit import run_canaries
 
         assert runner.auditor is not None
-        return await run_canaries(runner.auditor, canary_cases, model=config.auditor_model, seed=args.canary_seed,
-                                  min_recall=args.min_canary_recall, concurrency=config.concurrency)
+        try:
+            return CanaryResult(await run_canaries(
+                runner.auditor, canary_cases, model=config.auditor_model, seed=args.canary_seed,
+                min_recall=args.min_canary_recall, concurrency=config.concurrency))
+        except Exception as exc:  # noqa: BLE001 - reported: the canary gate then fails, as in the pytest session
+            return CanaryResult(error=f"auditor canaries could not run: {type(exc).__name__}: {exc}")
 
-    async def run_here() -> dict[str, Any] | None:  # episodes and canaries share one loop and client
+    async def run_here() -> CanaryResult | None:  # episodes and canaries share one loop and client
         return (await asyncio.gather(runner.run(specs), run_canaries()))[1]
 
     problems: list[str] = []
@@ -219,27 +224,22 @@ def _execute(runner: Any, specs: list[Any], jobs: int, canary_cases: list[Any], 
     return problems, canaries
 
 
-def _report(runner: Any, jobs: list[tuple[Any, int]], canaries: dict[str, Any] | None,
-            args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Print the run's summary (and the canaries'); the episode records of this run and their metrics."""
+def _report(runner: Any, jobs: list[tuple[Any, int]], canaries: CanaryResult | None,
+            args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Print the run's summary; the episode records of this run (the verdict's lines follow)."""
     from ..analysis.metrics import compute_metrics
     from ..core.config import episode_key
 
     config = runner.config
     entries = [runner.results[k] for k in (episode_key(s.id, r) for s, r in jobs) if k in runner.results]
-    metrics = compute_metrics(entries, survival_turn=config.survival_turn)
-    print(summary(metrics, config.survival_turn))
+    print(summary(compute_metrics(entries, survival_turn=config.survival_turn), config.survival_turn))
     if config.demo:
         print("offline demo: every model was the bundled scripted server; these figures judge no real model")
-    if canaries is not None:
-        from ..calibration.audit import canary_line, canary_verdict
-
-        print(canary_line(canaries))
-        print(canary_verdict(canaries))
-        runner.canaries = canaries
+    if canaries is not None and canaries.summary is not None:
+        runner.canaries = dict(canaries.summary)
         runner.save()  # results.json carries the canary score (and a shard's record)
     if args.out:
         print(f"results: {Path(args.out) / 'results.json'}")
     if args.shard:
         print(f"shard {args.shard}: {len(jobs)} episode(s); join the shards' folders with ncp merge")
-    return entries, metrics
+    return entries

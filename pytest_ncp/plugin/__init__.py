@@ -163,7 +163,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if ncp is None:
         return
     ncp.close()
-    code = ncp.finish()
+    code = ncp.finish(int(exitstatus))
     # An exceeded error budget has its own exit code (6), over "tests failed": the run proves nothing.
     if code == EXIT_ERROR_BUDGET and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         session.exitstatus = EXIT_ERROR_BUDGET

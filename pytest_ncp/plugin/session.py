@@ -20,8 +20,8 @@ from .options import PROPERTY_PREFIX, Settings
 if TYPE_CHECKING:
     from ..engine.episode import EpisodeResult
     from ..analysis.compare import Comparison
-    from ..analysis.metrics import BudgetVerdict, GateVerdict
     from ..analysis.results import RunResults, Stopped
+    from ..analysis.verdict import Verdict
     from ..engine.runner import BackgroundRunner
     from ..core.spec import NarrativeSpec
 
@@ -34,8 +34,7 @@ class NcpSession:
         self.episodes: dict[str, dict[str, Any]] = {}  # episode key (spec--rN) -> its record (from reports)
         self.expected: set[str] = set()  # episode keys of the selected spec tests (results.json: complete?)
         self._attached: set[str] = set()  # episodes whose record a test of this process already carries
-        self.gate_verdict: GateVerdict | None = None
-        self.budget: BudgetVerdict | None = None
+        self.verdict: Verdict | None = None  # the session's verdict, once finish() decided it
         self.comparison: Comparison | None = None
         self.comparison_error: str | None = None
         self.interrupted = False
@@ -126,11 +125,6 @@ class NcpSession:
             self.canary_summary = self._canaries.result()
         except Exception as exc:  # noqa: BLE001 - reported: the canary gate then fails
             self.canary_error = f"auditor canaries could not run: {type(exc).__name__}: {exc}"
-
-    def canaries_passed(self) -> bool:
-        if not self.settings.canaries:
-            return True
-        return self.canary_error is None and self.canary_summary is not None and bool(self.canary_summary["ok"])
 
     def junit_properties(self) -> list[tuple[str, Any]]:
         from ..calibration.audit import junit_properties
@@ -223,14 +217,16 @@ class NcpSession:
         assert self.settings.report is not None
         return write_results(self.settings.report, self.results(stopped))
 
-    def finish(self) -> int:
-        """Error budget, gate, baseline comparison and report files, on the controller.
+    def finish(self, exitstatus: int = 0) -> int:
+        """On the controller: the session's verdict (``analysis.verdict.decide``) and its report files.
 
-        Returns 0, ``EXIT_GATE_FAILED`` (the narrator failed the gate or the baseline comparison,
-        or the auditor missed canaries), or ``EXIT_ERROR_BUDGET`` (too many episodes could not be judged).
+        Returns the verdict's exit code: 0, ``EXIT_FAILED`` (the gate, the canaries or the baseline failed or
+        could not decide, the session is incomplete, a narrator error without a gate), or
+        ``EXIT_ERROR_BUDGET`` (too many episodes could not be judged). ``exitstatus`` is pytest's so far:
+        an interrupted session (2) is incomplete whatever reported.
         """
-        from ..core.exit_codes import EXIT_ERROR_BUDGET, EXIT_GATE_FAILED, EXIT_OK
-        from ..analysis.metrics import error_budget
+        from ..analysis.verdict import BaselineResult, CanaryResult, decide
+        from ..core.exit_codes import EXIT_OK
 
         if self.is_worker:
             return EXIT_OK
@@ -238,23 +234,21 @@ class NcpSession:
             from ..engine.failures import record_passes
 
             record_passes(self.settings.failures, self.fork_outcomes)
+        self.interrupted = self.interrupted or exitstatus == pytest.ExitCode.INTERRUPTED
         records = self.episode_records()
-        self.budget = error_budget(records, self.settings.max_error_rate) if records else None
-        if self.settings.gate is not None:
-            self.gate_verdict = self.settings.gate.check(records, self.settings.max_error_rate)
-        if self.settings.baseline is not None and self.episodes:
+        if self.settings.baseline is not None and records:
             self._compare(self.settings.baseline)
+        s = self.settings
+        self.verdict = decide(
+            records, gate=s.gate, max_error_rate=s.max_error_rate, expected=self.expected, interrupted=self.interrupted,
+            canaries=CanaryResult(self.canary_summary, self.canary_error) if s.canaries else None,
+            baseline=BaselineResult(str(s.baseline), self.comparison, self.comparison_error) if s.baseline else None)
         if self.settings.report and self.episodes:
             from ..report.html import write_html
 
             write_html([self.write_results("interrupted" if self.interrupted else None)],
                        self.settings.report / "report.html")
-        if self.budget is not None and self.budget.exceeded:
-            return EXIT_ERROR_BUDGET
-        passed = (self.gate_verdict is None or self.gate_verdict.passed) and self.canaries_passed()
-        compared = self.comparison is None or (self.comparison.measurable and not self.comparison.regression)
-        ok = passed and self.comparison_error is None and compared
-        return EXIT_OK if ok else EXIT_GATE_FAILED
+        return self.verdict.exit_code
 
     def _compare(self, baseline: Path) -> None:
         from ..analysis.compare import compare_runs
@@ -270,54 +264,18 @@ class NcpSession:
             self.comparison_error = f"ncp baseline {baseline}: cannot compare: {exc}"
 
     def summary_lines(self) -> list[str]:
+        """The terminal summary (``report/session.py``): the table, stored failures, the verdict's lines."""
         from ..analysis.metrics import compute_metrics
-        from ..report.text import metrics_table
+        from ..report.session import session_lines, session_title, stored_failure_lines
 
         records = self.episode_records()
-        lines = self._failure_lines()
-        if not records:  # --ncp-failures-only: the stored failures (and canaries) are the session
-            return lines + self._canary_lines()
-        metrics = compute_metrics(records, survival_turn=self.settings.run.survival_turn)
-        config = self.settings.run
-        title = (f"narrator {config.narrator} | auditor {config.auditor_model} | player {config.player} | "
-                 f"max turns {config.max_turns}" + (" | OFFLINE DEMO (scripted models)" if self.settings.demo else ""))
-        lines = metrics_table(metrics, title).splitlines() + ([""] + lines if lines else [])
-        if self.budget is not None and (self.budget.unknown or self.budget.exceeded):
-            lines += ["", self.budget.line("session")]
-        if self.gate_verdict is not None:
-            lines += ["", self.gate_verdict.line()]
-        lines += self._canary_lines()
-        if self.comparison is not None:
-            lines += ["", f"ncp baseline {self.settings.baseline}:", *self.comparison.lines()]
-        if self.comparison_error is not None:
-            lines += ["", self.comparison_error]
-        if self.settings.report:
-            lines.append(f"results: {self.settings.report / 'results.json'}, report: "
-                         f"{self.settings.report / 'report.html'}")
-        return lines
-
-    def _canary_lines(self) -> list[str]:
-        from ..calibration.audit import canary_line, canary_verdict
-
-        if not self.settings.canaries:
-            return []
-        if self.canary_error is not None:
-            return ["", self.canary_error, "canary gate FAILED: the AUDITOR, not the narrator, is in doubt"]
-        if self.canary_summary is None:
-            return []
-        return ["", canary_line(self.canary_summary), canary_verdict(self.canary_summary)]
-
-
-    def _failure_lines(self) -> list[str]:
-        out = []
-        if self.fork_outcomes:
-            fixed = sum(self.fork_outcomes.values())
-            out.append(f"stored failures: {fixed} of {len(self.fork_outcomes)} pass "
-                       f"({self.settings.fork_samples} sample(s) each, no confirmed conflict) in {self.settings.failures}")
-        if self.stored:
-            out.append(f"stored {len(self.stored)} new failure(s) in {self.settings.failures}: "
-                       + ", ".join(p.stem for p in self.stored))
-        return out
+        metrics = compute_metrics(records, survival_turn=self.settings.run.survival_turn) if records else None
+        failures = stored_failure_lines(self.fork_outcomes, self.stored, samples=self.settings.fork_samples,
+                                        folder=self.settings.failures)
+        if self.verdict is None:  # finish() did not run (a worker, or pytest stopped before sessionfinish)
+            return failures
+        return session_lines(verdict=self.verdict, metrics=metrics, failures=failures, report=self.settings.report,
+                             title=session_title(self.settings.run, demo=self.settings.demo))
 
     def close(self) -> None:
         self._collect_canaries()  # before the loop stops: canaries share it with the episodes

@@ -14,7 +14,6 @@ from ..core.safe_text import one_line, printable
 
 if TYPE_CHECKING:
     from ..engine.episode import EpisodeResult
-    from ..analysis.metrics import GateVerdict
 
 _KIND = {"fact": "fact conflict", "commitment": "commitment conflict", "player_input": "player-input conflict"}
 
@@ -205,6 +204,3 @@ def metrics_table(m: Mapping[str, Any], title: str = "ncp") -> str:
     ]
     return "\n".join([title, *(f"  {label:<{width}}  {value}" for label, value in rows), *notes])
 
-
-def gate_lines(verdict: GateVerdict) -> list[str]:
-    return [verdict.line()]

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from pytest_ncp.analysis.metrics import Gate, compute_metrics, kaplan_meier, pass_hat_k, pearson, wilson
+from pytest_ncp.report.verdict import gate_line
 
 
 def ep(spec, termination, turns, progress=0.0, satisfied=0.0, repeat=0, tokens=10):
@@ -90,6 +91,6 @@ def test_gate_parse_rejects_bad_values(text):
 def test_gate_check():
     failing = Gate(0.6, 20).check(EPISODES, max_error_rate=0.2)
     assert not failing.passed and failing.measured == pytest.approx(0.8 * 2 / 3)
-    assert failing.line().startswith("ncp survival gate FAILED: survival@20 = 53.3% (95% CI")
+    assert gate_line(failing).startswith("ncp survival gate FAILED: survival@20 = 53.3% (95% CI")
     passing = Gate(0.5, 20).check(EPISODES, max_error_rate=0.2)
-    assert passing.passed and "PASSED" in passing.line() and ">= required 50.0%" in passing.line()
+    assert passing.passed and "PASSED" in gate_line(passing) and ">= required 50.0%" in gate_line(passing)

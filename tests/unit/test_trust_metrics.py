@@ -5,14 +5,15 @@ from __future__ import annotations
 import pytest
 
 from pytest_ncp.analysis.metrics import (
-    EXIT_ERROR_BUDGET,
-    EXIT_GATE_FAILED,
     Gate,
     compute_metrics,
     error_budget,
     parse_error_rate,
     survival_at,
 )
+from pytest_ncp.analysis.verdict import decide
+from pytest_ncp.core.exit_codes import EXIT_ERROR_BUDGET, EXIT_GATE_FAILED
+from pytest_ncp.report.verdict import budget_line, gate_line
 
 
 def ep(termination, turns, *, spec="s", repeat=0, kind=None, held=None):
@@ -103,7 +104,7 @@ def test_narrator_errors_are_failures_in_survival_rates_and_counts():
     assert m["survival_at_20"] == pytest.approx(0.5)  # failed at turn 3, the turn they could not play
     assert m["conflict_free"] == 5 and m["error_rate"] == 0.0
     verdict = Gate(0.4, 20).check(episodes)
-    assert verdict.passed and "5 narrator error(s) counted as failures" in verdict.line()
+    assert verdict.passed and "5 narrator error(s) counted as failures" in gate_line(verdict)
     assert not Gate(0.6, 20).check(episodes).passed
 
 
@@ -113,23 +114,23 @@ def test_an_all_error_run_reports_nothing_and_fails_the_budget():
     assert m["survival_at_20"] is None and m["survival_point"]["text"] == "n/a (0 of 10 reached turn 20)"
     assert m["unknown"] == 10 and m["error_rate"] == 1.0
     budget = error_budget(episodes)
-    assert budget.exceeded and "10 of 10" in budget.line()
+    assert budget.exceeded and "10 of 10" in budget_line(budget)
     verdict = Gate(0.0, 20).check(episodes)
-    assert not verdict.passed and verdict.exit_code == EXIT_ERROR_BUDGET
-    assert "cannot decide" in verdict.line()
+    assert not verdict.passed and decide(episodes, gate=Gate(0.0, 20)).exit_code == EXIT_ERROR_BUDGET
+    assert "cannot decide" in gate_line(verdict)
 
 
 def test_gate_refuses_to_decide_on_one_judged_episode_of_ten():
     episodes = [ep("turn_limit", 20)] + many(9, "error", 0, kind="auditor")
     verdict = Gate(0.5, 20).check(episodes, max_error_rate=1.0)  # the budget allows it...
     assert not verdict.passed and not verdict.decided  # ...but one episode of ten decides nothing
-    assert verdict.exit_code == EXIT_GATE_FAILED
-    assert verdict.line().startswith("ncp survival gate FAILED: cannot decide: survival@20 is n/a (1 of 10")
+    assert decide(episodes, gate=Gate(0.5, 20), max_error_rate=1.0).exit_code == EXIT_GATE_FAILED
+    assert gate_line(verdict).startswith("ncp survival gate FAILED: cannot decide: survival@20 is n/a (1 of 10")
 
 
 def test_gate_refuses_when_no_episode_reached_the_gate_turn():
     verdict = Gate(0.1, 20).check(many(10, "script_exhausted", 12))
-    assert not verdict.passed and "n/a (0 of 10 reached turn 20)" in verdict.line()
+    assert not verdict.passed and "n/a (0 of 10 reached turn 20)" in gate_line(verdict)
 
 
 def test_error_budget_allows_what_the_user_allows():

@@ -1,0 +1,238 @@
+"""The run's verdict, decided once for ``ncp run`` and the pytest session alike.
+
+:func:`decide` takes what a run produced (its episode records, the episodes it set out to finish, whether it
+was interrupted) and what it was asked to check (the survival gate, the error budget, the auditor canaries,
+a baseline comparison, problems the host already found) and returns a :class:`Verdict`: one decision per
+part, and the exit code. It prints nothing: ``report/verdict.py`` turns a Verdict into the lines that
+explain it, and the front ends print those lines and return ``exit_code``.
+
+The parts, and the rule each applies (the stricter of the two front ends' old rules wherever they differed):
+
+- **completeness**: an interrupted run, or one with an expected episode that never reported (a dead worker,
+  ``pytest -x``), cannot be judged: undecided, exit 1. A gate never passes on part of a run.
+- **error budget**: unknown outcomes (auditor, model, player errors) of *every* recorded episode, whichever
+  tests were selected, against ``--max-error-rate``; exceeded: exit 6 (the run proves nothing either way),
+  which wins over every other code.
+- **survival gate** (with ``--min-survival``): ``Gate.check`` (measurable, budget held, >= RATE); undecided
+  when the run is incomplete or survival@T is not measurable. The sequential gate of issue 21
+  (``analysis/sequential.py``) is one more input: when given and decided early, its decision is the gate's.
+- **narrator errors**: without a gate, a narrator that raised, timed out or answered nothing fails the run
+  (a crash is a bug, not a measurement); with a gate they are counted as failures in survival.
+- **canaries** (with ``--canaries``): the auditor must catch and pass enough known answers; canaries that
+  could not run, or did not finish, fail too.
+- **baseline** (with ``--ncp-baseline``): a significant drop fails; a comparison that cannot be made, or
+  that has nothing measurable, is undecided, never a pass.
+- **problems**: what the host reported (spec files that did not load, workers that died): exit 1.
+
+Exit code: 6 when the error budget is exceeded, else 1 when any part failed or could not decide, else 0.
+Pure: the inputs are plain records and the analysis layer's own value types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
+
+from ..core.config import episode_key
+from ..core.exit_codes import EXIT_ERROR_BUDGET, EXIT_FAILED, EXIT_OK
+from .metrics import BudgetVerdict, Gate, GateVerdict, error_budget, is_narrator_error
+
+if TYPE_CHECKING:
+    from .compare import Comparison
+    from .sequential import GateVerdict as SequentialVerdict
+    from .sequential import SequentialGate
+
+Decision = Literal["passed", "failed", "undecided"]
+Episode = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Completeness:
+    """Did every episode the run set out to finish report, without an interruption?"""
+
+    decision: Decision
+    expected: int
+    finished: int
+    missing: tuple[str, ...] = ()  # episode keys (spec--rN) that never reported
+    interrupted: bool = False
+
+
+@dataclass(frozen=True)
+class Budget:
+    decision: Decision
+    budget: BudgetVerdict
+
+
+@dataclass(frozen=True)
+class SurvivalGate:
+    decision: Decision
+    gate: Gate
+    fixed: GateVerdict                      # the fixed gate over the recorded episodes
+    sequential: SequentialVerdict | None = None  # issue 21: set when a sequential gate was given
+    incomplete: bool = False                # undecided because the run is incomplete, whatever ``fixed`` says
+
+    @property
+    def by(self) -> str:
+        """``sequential`` when the sequential gate decided early, else ``fixed``."""
+        return self.sequential.by if self.sequential is not None else "fixed"
+
+
+@dataclass(frozen=True)
+class NarratorErrors:
+    decision: Decision
+    count: int
+
+
+@dataclass(frozen=True)
+class CanaryResult:
+    """What the host knows of the auditor canaries: their summary, or why there is none."""
+
+    summary: Mapping[str, Any] | None = None  # calibration.audit.canary_summary (results.json "canaries")
+    error: str | None = None                  # they could not start or run
+
+
+@dataclass(frozen=True)
+class Canaries:
+    decision: Decision
+    result: CanaryResult
+
+
+@dataclass(frozen=True)
+class BaselineResult:
+    """What the host knows of the baseline comparison (``--ncp-baseline``)."""
+
+    path: str
+    comparison: Comparison | None = None
+    error: str | None = None  # the baseline could not be read or compared
+
+
+@dataclass(frozen=True)
+class Baseline:
+    decision: Decision
+    result: BaselineResult
+
+
+@dataclass(frozen=True)
+class Problems:
+    decision: Decision
+    problems: tuple[str, ...]
+
+
+Part = Completeness | Budget | SurvivalGate | NarratorErrors | Canaries | Baseline | Problems
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Each part's decision, in the order they are explained, and the run's exit code."""
+
+    parts: tuple[Part, ...]
+    exit_code: int
+    episodes: int = 0
+
+    @property
+    def outcome(self) -> Decision:
+        """``passed`` (exit 0), ``failed`` (a part failed), or ``undecided`` (none failed, but the run
+        proves nothing: incomplete, unmeasurable, over the error budget)."""
+        if self.exit_code == EXIT_OK:
+            return "passed"
+        decisions = {p.decision for p in self.parts if not isinstance(p, Budget)}
+        return "failed" if "failed" in decisions else "undecided"
+
+    def part(self, kind: type[Part]) -> Part | None:
+        """The part of that type, if the run had one."""
+        return next((p for p in self.parts if isinstance(p, kind)), None)
+
+    @property
+    def completeness(self) -> Completeness:
+        part = self.part(Completeness)
+        assert isinstance(part, Completeness)  # always decided first
+        return part
+
+    @property
+    def budget(self) -> Budget:
+        part = self.part(Budget)
+        assert isinstance(part, Budget)
+        return part
+
+    @property
+    def gate(self) -> SurvivalGate | None:
+        part = self.part(SurvivalGate)
+        return part if isinstance(part, SurvivalGate) else None
+
+
+def decide(records: Sequence[Episode], *, gate: Gate | None = None, max_error_rate: float = 0.0,
+           expected: Iterable[str] | None = None, interrupted: bool = False,
+           canaries: CanaryResult | None = None, baseline: BaselineResult | None = None,
+           sequential: SequentialGate | None = None, problems: Sequence[str] = ()) -> Verdict:
+    """The run's verdict (module docstring): each part's decision, then the exit code.
+
+    ``records`` are the run's episode records (results.json ``episodes``), every one, whichever tests a
+    host selected; ``expected`` the episode keys it set out to finish (None: the records are all of
+    them). ``canaries`` / ``baseline`` are None when not asked for. ``sequential`` is issue 21's
+    ``SequentialGate`` fed with the run's outcomes, when the gate is sequential.
+    """
+    records = list(records)
+    finished = {episode_key(str(e["spec_id"]), int(e["repeat"])) for e in records}
+    wanted = sorted(set(expected)) if expected is not None else sorted(finished)
+    missing = tuple(k for k in wanted if k not in finished)
+    complete = not interrupted and not missing
+    parts: list[Part] = [Completeness("passed" if complete else "undecided", len(wanted),
+                                      len(finished & set(wanted)) if expected is not None else len(finished),
+                                      missing, interrupted)]
+    budget = error_budget(records, max_error_rate)
+    parts.append(Budget("failed" if budget.exceeded else "passed", budget))
+    if gate is not None:
+        parts.append(_gate(gate, records, max_error_rate, complete, sequential))
+    else:
+        count = sum(is_narrator_error(e) for e in records)
+        parts.append(NarratorErrors("failed" if count else "passed", count))
+    if canaries is not None:
+        parts.append(Canaries(_canary_decision(canaries), canaries))
+    if baseline is not None:
+        parts.append(Baseline(_baseline_decision(baseline, bool(records)), baseline))
+    if problems:
+        parts.append(Problems("failed", tuple(problems)))
+    if budget.exceeded:
+        code = EXIT_ERROR_BUDGET
+    elif any(p.decision != "passed" for p in parts):
+        code = EXIT_FAILED
+    else:
+        code = EXIT_OK
+    return Verdict(tuple(parts), code, episodes=len(records))
+
+
+def _gate(gate: Gate, records: list[Episode], max_error_rate: float, complete: bool,
+          sequential: SequentialGate | None) -> SurvivalGate:
+    fixed = gate.check(records, max_error_rate)
+    early = sequential.verdict(fixed.passed) if sequential is not None else None
+    if not complete:
+        return SurvivalGate("undecided", gate, fixed, early, incomplete=True)
+    if early is not None and early.by == "sequential":
+        # Anytime-valid: an early decision holds however often the gate looked (analysis/sequential.py).
+        # The error budget still applies (its own part, exit 6).
+        return SurvivalGate("passed" if early.passed else "failed", gate, fixed, early)
+    if fixed.passed:
+        return SurvivalGate("passed", gate, fixed, early)
+    return SurvivalGate("failed" if fixed.decided else "undecided", gate, fixed, early)
+
+
+def _canary_decision(c: CanaryResult) -> Decision:
+    if c.error is not None:
+        return "failed"  # the auditor could not be checked: its verdicts cannot be trusted either
+    if c.summary is None:
+        return "undecided"  # asked for, never finished (the session was interrupted)
+    return "passed" if c.summary.get("ok") else "failed"
+
+
+def _baseline_decision(b: BaselineResult, ran: bool) -> Decision:
+    if b.error is not None:
+        return "failed"
+    if b.comparison is None or not ran:
+        return "undecided"  # nothing of this run to compare: never "no regression"
+    if not b.comparison.measurable:
+        return "undecided"
+    return "failed" if b.comparison.regression else "passed"
+
+
+__all__ = ["Baseline", "BaselineResult", "Budget", "CanaryResult", "Canaries", "Completeness", "Decision",
+           "NarratorErrors", "Part", "Problems", "SurvivalGate", "Verdict", "decide"]
