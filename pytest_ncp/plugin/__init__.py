@@ -154,7 +154,9 @@ class _ReportListener:
                                    report.user_properties)
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
-        self.ncp.interrupted = True  # the summary then says how to resume
+        # Ctrl-C, pytest.exit(), errors during collection: the verdict then cannot decide, and the summary
+        # says how to resume.
+        self.ncp.interrupted = True
 
 
 @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file, so the canary properties reach it
@@ -163,7 +165,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if ncp is None:
         return
     ncp.close()
-    code = ncp.finish(int(exitstatus))
+    code = ncp.finish()
     # An exceeded error budget has its own exit code (6), over "tests failed": the run proves nothing.
     if code == EXIT_ERROR_BUDGET and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         session.exitstatus = EXIT_ERROR_BUDGET

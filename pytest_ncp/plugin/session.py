@@ -217,13 +217,13 @@ class NcpSession:
         assert self.settings.report is not None
         return write_results(self.settings.report, self.results(stopped))
 
-    def finish(self, exitstatus: int = 0) -> int:
+    def finish(self) -> int:
         """On the controller: the session's verdict (``analysis.verdict.decide``) and its report files.
 
         Returns the verdict's exit code: 0, ``EXIT_FAILED`` (the gate, the canaries or the baseline failed or
         could not decide, the session is incomplete, a narrator error without a gate), or
-        ``EXIT_ERROR_BUDGET`` (too many episodes could not be judged). ``exitstatus`` is pytest's so far:
-        an interrupted session (2) is incomplete whatever reported.
+        ``EXIT_ERROR_BUDGET`` (too many episodes could not be judged). An interrupted session (Ctrl-C, collection
+        errors: ``pytest_keyboard_interrupt`` set ``interrupted``) is incomplete whatever reported.
         """
         from ..analysis.verdict import BaselineResult, CanaryResult, decide
         from ..core.exit_codes import EXIT_OK
@@ -234,7 +234,6 @@ class NcpSession:
             from ..engine.failures import record_passes
 
             record_passes(self.settings.failures, self.fork_outcomes)
-        self.interrupted = self.interrupted or exitstatus == pytest.ExitCode.INTERRUPTED
         records = self.episode_records()
         if self.settings.baseline is not None and records:
             self._compare(self.settings.baseline)

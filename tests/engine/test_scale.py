@@ -151,6 +151,15 @@ def test_merge_refuses_an_incomplete_shard_and_marks_one_it_was_allowed(tmp_path
     merged = json.loads((tmp_path / "m" / "results.json").read_text())
     assert (merged["complete"], merged["stopped"], len(merged["expected"])) == (False, "unfinished", 8)
     assert merged["merge"]["incomplete"] == [str(tmp_path / "c" / "results.json")]
+    # Ctrl-C after its last episode (during the canaries): every episode is there, the shard still is not complete.
+    assert demo(tmp_path / "c", "--shard", "2/2") == 0
+    interrupt(tmp_path / "c", keep=4)
+    capsys.readouterr()
+    assert main(["merge", str(tmp_path / "a"), str(tmp_path / "c"), "--out", str(tmp_path / "m2")]) == 2
+    assert "c/results.json: 4 of 4 expected episode(s) finished; it was interrupted" in capsys.readouterr().err
+    assert main(["merge", str(tmp_path / "a"), str(tmp_path / "c"), "--out", str(tmp_path / "m2"),
+                 "--allow-incomplete"]) == 0
+    assert json.loads((tmp_path / "m2" / "results.json").read_text())["complete"] is False
 
 
 def test_merge_refuses_a_shard_that_holds_another_runs_slice(tmp_path, capsys):
@@ -179,3 +188,19 @@ def test_a_real_runs_results_json_validates_against_ncp_schema_results(tmp_path,
     # The model reads back exactly what it wrote.
     assert load_results(tmp_path / "run").document() == document
     assert document["complete"] and document["canaries"]["k"] == 2 and document["shard"] == {"index": 1, "count": 2}
+
+
+def test_a_run_whose_worker_died_says_incomplete_not_gate_passed(ncp_model_server, tmp_path, capsys):
+    # Adversarial finding 6: after a worker died, `ncp run --workers 2` printed "gate PASSED" over the
+    # episodes that did finish (exit 1 only because of the worker problem).
+    out = tmp_path / "run"
+    code = main(["run", "--narrator", "tests.fixtures.dying_narrator:Narrator", "--specs", *FEW,
+                 "--api-base", ncp_model_server.base_url, "--auditor-model", "openai/a", "--max-turns", "2",
+                 "--workers", "2", "--min-survival", "0.1@1", "--out", str(out)])
+    printed = capsys.readouterr()
+    assert code == 1
+    assert "did not finish" in printed.err and "gate PASSED" not in printed.out
+    assert "ncp: INCOMPLETE run: " in printed.out and "never reported (first: aelita--r0)" in printed.out
+    assert "ncp survival gate FAILED: cannot decide: the run is incomplete" in printed.out
+    data = json.loads((out / "results.json").read_text())
+    assert (data["complete"], data["stopped"]) == (False, "unfinished") and "aelita--r0" not in data["finished"]

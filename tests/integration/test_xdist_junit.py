@@ -58,6 +58,9 @@ def test_xdist_runs_each_episode_once_with_the_same_verdicts(project, dist):
     # Every (episode, step, turn) reached the model exactly once: no episode ran on two workers.
     assert calls and max(calls.values()) == 1, {k: v for k, v in calls.items() if v > 1}
     assert {story for story, _, _ in calls} == {"The Cabinet of Dr", "Second Cabinet", "Third Cabinet"}
+    # The controller collects nothing: it learned the selected episodes from the workers' collections.
+    data = json.loads((out / "results.json").read_text())
+    assert data["complete"] and data["expected"] == ["b-spec--r0", "c-spec--r0", "caligari--r0"]
     parallel = _verdicts(out)
 
     project.server.reset()
