@@ -28,6 +28,7 @@ Pure data and checks (pydantic, standard library, ``core``); the metrics are com
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Final, Iterable, Literal, Mapping, Sequence
 
@@ -313,7 +314,7 @@ class RunResults(_Record):
     @model_validator(mode="after")
     def _consistent(self) -> RunResults:
         keys = [e.key for e in self.episodes]
-        twice = sorted({k for k in keys if keys.count(k) > 1})
+        twice = sorted(k for k, n in Counter(keys).items() if n > 1)
         if twice:
             e = next(e for e in self.episodes if e.key == twice[0])
             raise ValueError(f"episode {episode_name(e.spec_id, e.repeat)} appears twice; a results file holds "
@@ -524,9 +525,10 @@ def write_results(out_dir: str | Path, results: RunResults) -> Path:
     Traces inside the results folder are recorded relative to it, so the folder can move whole.
     """
     out = Path(out_dir)
-    episodes = [e.model_copy(update={"trace": trace_reference(e.trace, out)}) if e.trace else e
-                for e in results.episodes]
-    document = results.model_copy(update={"episodes": episodes}).document()
+    document = results.document()
+    for e in document["episodes"]:
+        if e.get("trace"):
+            e["trace"] = trace_reference(e["trace"], out)
     return atomic_write_text(out / RESULTS_FILE, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
 
