@@ -148,8 +148,8 @@ class EpisodeRecord(_Record):
         return episode_key(self.spec_id, self.repeat)
 
     def record(self) -> dict[str, Any]:
-        """The episode as the plain dict the metrics (pure functions over records) read."""
-        return self.model_dump(mode="json")
+        """The episode as the plain dict the metrics (pure functions over records) read: its fields as given."""
+        return self.model_dump(mode="json", exclude_unset=True)
 
 
 class Models(_Record):
@@ -342,8 +342,8 @@ class RunResults(_Record):
         return [e.record() for e in self.episodes]
 
     def document(self) -> dict[str, Any]:
-        """The file's JSON document."""
-        return self.model_dump(mode="json")
+        """The file's JSON document: the fields the file (or the builder) gave, defaults left out."""
+        return self.model_dump(mode="json", exclude_unset=True)
 
     def incompleteness(self) -> str | None:
         """Why the run is not complete, as a clause for messages; None when it is complete."""

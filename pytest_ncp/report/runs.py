@@ -32,7 +32,7 @@ class RunData:
 
     @property
     def config(self) -> dict[str, Any]:
-        return self.results.config.model_dump(mode="json")
+        return self.results.config.model_dump(mode="json", exclude_unset=True)
 
     @cached_property
     def episodes(self) -> list[dict[str, Any]]:
@@ -63,7 +63,7 @@ def load_run(path: str | Path, label: str | None = None) -> RunData:
     results = load_results(p)
     reviews = load_reviews(p.parent)["labels"]
     reviews_path = p.parent / REVIEWS_FILE
-    return RunData(p, results, label or default_label(results.config.model_dump(mode="json")), reviews,
+    return RunData(p, results, label or default_label(results.config.model_dump(mode="json", exclude_unset=True)), reviews,
                    reviews_path if reviews_path.exists() else None)
 
 

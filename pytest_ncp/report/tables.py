@@ -37,7 +37,7 @@ def run_rows(results: RunResults | Mapping[str, Any], label: str, *,
     from ..analysis.results import parse_results  # pydantic: only once a table is computed
 
     run = parse_results(results, label)
-    config = run.config.model_dump(mode="json")
+    config = run.config.model_dump(mode="json", exclude_unset=True)  # as the file has it
     episodes = run.records()
     max_turns = config.get("max_turns")
     if not isinstance(max_turns, int):
@@ -71,7 +71,7 @@ def run_rows(results: RunResults | Mapping[str, Any], label: str, *,
         "auditor_model": config.get("auditor_model") or models.get("auditor"),
         "prompt_version": config.get("prompt_version"),
         "max_turns": max_turns,
-        "repeats": config.get("repeats", 1),
+        "repeats": config.get("repeats") or 1,
         "episodes": len(episodes),
         "judged": n,
         "errors": len(episodes) - n,

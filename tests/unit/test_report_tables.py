@@ -256,3 +256,20 @@ def test_table_modules_import_nothing_heavy():
             "print(sorted(m for m in ('rich', 'jinja2', 'litellm', 'yaml', 'pydantic') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_an_incomplete_run_is_noted_by_ncp_report_and_marked_in_the_html(tmp_path, capsys):
+    from pytest_ncp.report.html import render_html
+
+    whole = write_run(tmp_path / "whole")
+    part = write_results(tmp_path / "part", build_results(
+        {"narrator": "my_agent:Narrator", "max_turns": 20}, EPISODES[:4],
+        expected=[f"{e['spec_id']}--r0" for e in EPISODES], stopped="interrupted"))
+    assert main(["report", str(whole), str(part)]) == 0
+    err = capsys.readouterr().err
+    assert "is incomplete: 4 of 10 expected episode(s) finished; it was interrupted" in err
+    assert err.count("is incomplete") == 1  # the whole run is not
+    html_text = render_html(load_runs([whole, part]))
+    assert html_text.count("Incomplete run:") == 1 and "4 of 10 expected episode(s) finished" in html_text
+    row = run_rows(load_results(part), "part")
+    assert row["complete"] is False and row["repeats"] == 1  # not recorded: one repeat, as before the model
