@@ -171,7 +171,9 @@ def _resume(runner: Any, specs: list[Any], args: argparse.Namespace) -> bool:
         print(f"ncp: error: {exc}", file=sys.stderr)
         return False
     print(f"resuming: {kept} finished episode(s) in {args.out} are kept"
-          + (f"; {len(runner.changed)} changed one(s) run again (--force)" if runner.changed else ""))
+          + (f"; {len(runner.changed)} changed one(s) run again (--force)" if runner.changed else "")
+          + (f"; {len(runner.unreadable)} unreadable one(s) run again ({runner.unreadable[0]})"
+             if runner.unreadable else ""))
     return True
 
 

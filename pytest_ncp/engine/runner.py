@@ -15,13 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Sequence
 
+from pydantic import ValidationError
+
 from .auditor import Auditor, LLMAuditor
 from .episode import Episode, EpisodeResult
 from ..llm import ModelClient, scrub
 from .narrators import NarratorFactory, load_narrator
 from ..core.config import DEFAULT_AUDITOR_MODEL, RunConfig, Shard, episode_key
 from .players import Player, make_player
-from ..analysis.results import Stopped, build_results, write_results
+from ..analysis.results import EpisodeRecord, Stopped, build_results, write_results
 from ..core.spec import NarrativeSpec
 
 if TYPE_CHECKING:
@@ -63,6 +65,7 @@ class Runner:
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     _finished: dict[str, Path] = field(default_factory=dict, repr=False)  # from resume()
     changed: list[str] = field(default_factory=list)  # episodes resume() found changed and re-runs (force)
+    unreadable: list[str] = field(default_factory=list)  # finished episodes resume() could not read back: re-run
     canaries: dict[str, Any] | None = None  # the auditor canaries' summary, once scored (docs/auditor.md)
     progress: RunProgress = field(default_factory=RunProgress)
     # results.json says whether the run is complete: the episodes it set out to finish (``plan``), and why it
@@ -109,7 +112,8 @@ class Runner:
                force_flag: str = "--resume --force") -> int:
         """Take every episode already finished in ``out_dir`` (its trace has an end) as done.
 
-        Errored episodes are not finished: they ended for infrastructure reasons and run again. An
+        Errored episodes are not finished: they ended for infrastructure reasons and run again, and so do
+        episodes whose end record the results model refuses (``unreadable`` says which and why). An
         episode run with other settings (``FINGERPRINT_FIELDS``) or another version of its spec (one of
         ``specs``) is never mixed in: ``ResumeMismatch`` says what changed, or with ``force`` it runs
         again (listed in ``changed``). Returns how many episodes will be skipped.
@@ -120,6 +124,7 @@ class Runner:
         assert self.out_dir is not None, "resuming needs the output directory of the earlier run"
         self._finished.clear()
         self.changed.clear()
+        self.unreadable.clear()
         current = self.config.to_dict()
         by_id = {s.id: s for s in specs}
         mismatches: dict[str, list[str]] = {}
@@ -140,9 +145,15 @@ class Runner:
             if why:
                 mismatches[key] = why
                 continue
+            record = {k: v for k, v in end.items() if k != "event"}
+            record["trace"] = str(trace)
+            try:  # the record goes back into results.json: it must be one the results model accepts
+                EpisodeRecord.model_validate(record)
+            except ValidationError as exc:
+                self.unreadable.append(f"{key}: {exc.errors(include_url=False)[0]['msg']}")
+                continue  # run again, as an episode whose trace has no end
             self._finished[key] = trace
-            self.results[key] = {**end, "trace": str(trace)}
-            self.results[key].pop("event", None)
+            self.results[key] = record
         if mismatches and not force:
             self._finished.clear()
             self.results.clear()

@@ -186,9 +186,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if ncp is None:
         return
     lines = ncp.summary_lines()
-    if ncp.interrupted and ncp.settings.report:
-        lines.append(f"interrupted: {len(ncp.episodes)} finished episode(s) are in {ncp.settings.report / 'results.json'}"
-                     f"; run the same command with --ncp-resume to continue")
     if lines:
         terminalreporter.write_sep("=", "ncp: narrative commitment preservation")
         for line in lines:

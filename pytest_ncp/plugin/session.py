@@ -274,7 +274,8 @@ class NcpSession:
         if self.verdict is None:  # finish() did not run (a worker, or pytest stopped before sessionfinish)
             return failures
         return session_lines(verdict=self.verdict, metrics=metrics, failures=failures, report=self.settings.report,
-                             title=session_title(self.settings.run, demo=self.settings.demo))
+                             title=session_title(self.settings.run, demo=self.settings.demo),
+                             interrupted=self.interrupted)
 
     def close(self) -> None:
         self._collect_canaries()  # before the loop stops: canaries share it with the episodes

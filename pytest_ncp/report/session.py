@@ -33,7 +33,7 @@ def stored_failure_lines(fork_outcomes: Mapping[str, bool], stored: Sequence[Pat
 
 
 def session_lines(*, verdict: Verdict, metrics: Mapping[str, Any] | None, title: str,
-                  failures: Sequence[str] = (), report: Path | None = None) -> list[str]:
+                  failures: Sequence[str] = (), report: Path | None = None, interrupted: bool = False) -> list[str]:
     """Every line of the session's summary, blocks separated by a blank line.
 
     ``metrics`` is None when no episode reported (``--ncp-failures-only``): no table then, but the
@@ -52,4 +52,7 @@ def session_lines(*, verdict: Verdict, metrics: Mapping[str, Any] | None, title:
         lines += ([""] if lines else []) + block
     if report is not None and metrics is not None:
         lines.append(f"results: {report / 'results.json'}, report: {report / 'report.html'}")
+    if interrupted and report is not None:
+        lines.append(f"interrupted: {verdict.episodes} finished episode(s) are in {report / 'results.json'}; run the "
+                     "same command with --ncp-resume to continue")
     return lines

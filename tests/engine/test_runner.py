@@ -207,3 +207,19 @@ def test_results_json_is_complete_only_once_the_run_ends(ncp_model_server, tmp_p
     final = json.loads((tmp_path / "results.json").read_text())
     assert final["complete"] and final["stopped"] is None
     assert final["expected"] == final["finished"] == [f"story-{i}--r0" for i in range(3)]
+
+
+def test_resume_runs_again_an_episode_whose_end_record_the_results_model_refuses(ncp_model_server, tmp_path):
+    # A trace end written by another version or edited by hand: kept as it is, results.json could not be written.
+    asyncio.run(runner(ncp_model_server, tmp_path, max_turns=2).run(twins(2)))
+    trace = tmp_path / "traces" / "story-0--r0.jsonl"
+    lines = trace.read_text().splitlines()
+    end = json.loads(lines[-1])
+    lines[-1] = json.dumps({**end, "termination": "exploded"})
+    trace.write_text("\n".join(lines) + "\n")
+    again = runner(ncp_model_server, tmp_path, max_turns=2)
+    assert again.resume() == 1
+    assert again.unreadable and again.unreadable[0].startswith("story-0--r0: Input should be")
+    asyncio.run(again.run(twins(2)))
+    final = json.loads((tmp_path / "results.json").read_text())
+    assert final["complete"] and [e["termination"] for e in final["episodes"]] == ["turn_limit", "turn_limit"]
