@@ -14,6 +14,8 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from .analysis.metrics import Gate, compute_metrics
+    from .analysis.results import RunResults, load_results
+    from .analysis.verdict import Verdict, decide
     from .core.config import RunConfig
     from .core.ledger import FactLedger
     from .core.spec import NarrativeSpec, SpecError, load_spec, load_specs
@@ -42,6 +44,8 @@ _EXPORTS = {
     "Episode": "engine.episode", "EpisodeResult": "engine.episode", "Termination": "engine.episode",
     "Runner": "engine.runner", "RunConfig": "core.config",
     "compute_metrics": "analysis.metrics", "Gate": "analysis.metrics",
+    "RunResults": "analysis.results", "load_results": "analysis.results",
+    "Verdict": "analysis.verdict", "decide": "analysis.verdict",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -8,7 +8,8 @@ the spec-to-spec spread (some stories are simply harder), which is what lets 100
 a drop that two unpaired rates of that size could not.
 
 Everything here is pure: results in (``analysis.results.RunResults``, or a parsed results.json document,
-checked by ``parse_results``), frozen dataclasses out, deterministic given ``seed``. ``ncp compare`` / ``ncp agree`` print ``lines()``; the pytest plugin
+checked by ``parse_results``), frozen dataclasses out, deterministic given ``seed``.
+``ncp compare`` / ``ncp agree`` print ``lines()``; the pytest plugin
 can call :func:`compare_runs` on its baseline file and the run it just finished.
 
 Survival at TURN is the same notion as :mod:`pytest_ncp.analysis.metrics`: an episode fails at TURN when it

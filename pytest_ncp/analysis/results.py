@@ -435,7 +435,8 @@ def _first_problem(exc: ValidationError, name: str, prefix: tuple[int | str, ...
     loc = (*prefix, *first["loc"])
     if first["type"] == "missing":
         parent = loc[:-1]
-        keys = [(*prefix, *e["loc"])[-1] for e in errors if e["type"] == "missing" and (*prefix, *e["loc"])[:-1] == parent]
+        locs = [(*prefix, *e["loc"]) for e in errors if e["type"] == "missing"]
+        keys = [loc[-1] for loc in locs if loc[:-1] == parent]
         where = _where(parent)
         return f"{name}: {where + ': ' if where else ''}missing {', '.join(map(repr, keys))}; {_HINT}"
     where = _where(loc)
@@ -542,5 +543,6 @@ def results_json_schema() -> dict[str, Any]:
 
 __all__ = ["RESULTS_FILE", "RESULTS_VERSION", "SUPPORTED_VERSIONS", "Canaries", "CanaryCase", "EpisodeRecord",
            "ErrorRecord", "Failure", "ForkOrigin", "MergeRecord", "Metrics", "Models", "NodeReached",
-           "RunConfigRecord", "RunResults", "ShardRecord", "SpeculativeUsage", "Stopped", "SurvivalPoint", "build_results",
-           "load_results", "parse_results", "results_json_schema", "results_path", "split_key", "write_results"]
+           "RunConfigRecord", "RunResults", "ShardRecord", "SpeculativeUsage", "Stopped", "SurvivalPoint",
+           "build_results", "load_results", "parse_results", "results_json_schema", "results_path", "split_key",
+           "write_results"]

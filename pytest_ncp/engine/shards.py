@@ -34,12 +34,39 @@ def merge_runs(sources: Sequence[str | Path], out: str | Path, *, allow_missing:
                allow_incomplete: bool = False) -> tuple[Path, RunResults, list[str]]:
     """Merge the results of shard runs into ``out``; returns the results path, the merged results and notes
     worth printing. Each part is read with ``load_results`` and checked against its slice."""
-    from ..analysis.results import build_results, load_results, results_path, write_results
-    from ..core.traces import RunFileError, resolve_trace
+    from ..analysis.results import build_results, write_results
+
+    parts = _read_parts(sources)
+    notes = _same_configuration(parts)
+    count, missing = _shards(parts, allow_missing, notes)
+    incomplete = _incomplete_parts(parts, count if count and not missing else None)
+    if incomplete and not allow_incomplete:
+        raise MergeError("\n".join([f"{len(incomplete)} shard(s) are incomplete; their missing episodes may be the "
+                                    "failing ones:", *(f"  {why}" for _, why in incomplete),
+                                    "Finish them (the same ncp run command plus --resume), or pass "
+                                    "--allow-incomplete to merge them anyway (the merged results.json then "
+                                    "says complete: false)"]))
+    for _, why in incomplete:
+        notes.append(f"merged although incomplete (--allow-incomplete): {why}")
+    out = Path(out)
+    first = parts[0][1]
+    merged = build_results(
+        first.config.model_dump(mode="json", exclude_unset=True), _episodes(parts, out),
+        survival_turn=20 if first.config.survival_turn is None else first.config.survival_turn,
+        expected={k for _, data in parts for k in (data.expected or data.finished)},
+        # Not complete when a shard, or part of one, is not there: the merged figures cover less than the run.
+        stopped="unfinished" if incomplete or missing else None,
+        merge={"sources": [str(f) for f, _ in parts], "incomplete": [str(f) for f, _ in incomplete],
+               "missing_shards": [f"{i}/{count}" for i in missing]})
+    return write_results(out, merged), merged, notes
+
+
+def _read_parts(sources: Sequence[str | Path]) -> list[tuple[Path, RunResults]]:
+    from ..analysis.results import load_results, results_path
+    from ..core.traces import RunFileError
 
     if not sources:
         raise MergeError("nothing to merge: give the run folders of the shards")
-    out = Path(out)
     parts: list[tuple[Path, RunResults]] = []
     for source in sources:
         file = results_path(source)
@@ -49,7 +76,11 @@ def merge_runs(sources: Sequence[str | Path], out: str | Path, *, allow_missing:
             parts.append((file, load_results(file)))
         except RunFileError as exc:
             raise MergeError(str(exc)) from None
+    return parts
 
+
+def _same_configuration(parts: Sequence[tuple[Path, RunResults]]) -> list[str]:
+    """MergeError unless every part was run with the first's configuration (bar ``PLACES``); the notes."""
     first_file, first = parts[0]
     notes: list[str] = []
     for file, data in parts[1:]:
@@ -62,34 +93,38 @@ def merge_runs(sources: Sequence[str | Path], out: str | Path, *, allow_missing:
         if "api_base" in diff and "api_base differs" not in " ".join(notes):
             notes.append("api_base differs between shards (each machine had its own endpoint); "
                          f"the merged config keeps {first.config.api_base!r}")
+    return notes
+
+
+def _shards(parts: Sequence[tuple[Path, RunResults]], allow_missing: bool,
+            notes: list[str]) -> tuple[int | None, list[int]]:
+    """The shard count (None: not shards) and the missing shard indexes; MergeError for a shard given twice,
+    different counts, or missing shards without ``allow_missing``."""
     counts = {d.shard.count if d.shard else None for _, d in parts}
     if len(counts) > 1:
         raise MergeError(f"the runs were split into different numbers of shards ({sorted(map(str, counts))})")
     count = counts.pop()
-    missing: list[int] = []
-    if count:
-        seen: dict[int, Path] = {}
-        for file, data in parts:
-            assert data.shard is not None  # every part has a shard record: the counts agree and are not None
-            index = data.shard.index
-            if index in seen:
-                raise MergeError(f"shard {index}/{count} is given twice: {seen[index]} and {file}")
-            seen[index] = file
-        missing = sorted(set(range(1, count + 1)) - set(seen))
-        if missing:
-            message = f"shard(s) {', '.join(f'{i}/{count}' for i in missing)} missing"
-            if not allow_missing:
-                raise MergeError(message + " (pass --allow-missing to merge the others anyway)")
-            notes.append(message + ": the merged metrics cover the other shards only")
-    incomplete = _incomplete_parts(parts, count if count and not missing else None)
-    if incomplete and not allow_incomplete:
-        raise MergeError("\n".join([f"{len(incomplete)} shard(s) are incomplete; their missing episodes may be the "
-                                    "failing ones:", *(f"  {why}" for _, why in incomplete),
-                                    "Finish them (the same ncp run command plus --resume), or pass "
-                                    "--allow-incomplete to merge them anyway (the merged results.json then "
-                                    "says complete: false)"]))
-    for _, why in incomplete:
-        notes.append(f"merged although incomplete (--allow-incomplete): {why}")
+    if not count:
+        return None, []
+    seen: dict[int, Path] = {}
+    for file, data in parts:
+        assert data.shard is not None  # every part has a shard record: the counts agree and are not None
+        index = data.shard.index
+        if index in seen:
+            raise MergeError(f"shard {index}/{count} is given twice: {seen[index]} and {file}")
+        seen[index] = file
+    missing = sorted(set(range(1, count + 1)) - set(seen))
+    if missing:
+        message = f"shard(s) {', '.join(f'{i}/{count}' for i in missing)} missing"
+        if not allow_missing:
+            raise MergeError(message + " (pass --allow-missing to merge the others anyway)")
+        notes.append(message + ": the merged metrics cover the other shards only")
+    return count, missing
+
+
+def _episodes(parts: Sequence[tuple[Path, RunResults]], out: Path) -> list[dict[str, Any]]:
+    """Every part's episode records, their traces copied to ``out/traces``; MergeError for an episode twice."""
+    from ..core.traces import resolve_trace
 
     episodes: dict[tuple[str, int], dict[str, Any]] = {}
     where: dict[tuple[str, int], Path] = {}
@@ -106,15 +141,7 @@ def merge_runs(sources: Sequence[str | Path], out: str | Path, *, allow_missing:
                     shutil.copy2(trace, target)
                 entry["trace"] = str(target)
             episodes[key], where[key] = entry, file
-    config = first.config.model_dump(mode="json", exclude_unset=True)
-    expected = {k for _, data in parts for k in (data.expected or data.finished)}
-    merged = build_results(
-        config, list(episodes.values()), survival_turn=20 if first.config.survival_turn is None else first.config.survival_turn, expected=expected,
-        # Not complete when a shard, or part of one, is not there: the merged figures cover less than the run.
-        stopped="unfinished" if incomplete or missing else None,
-        merge={"sources": [str(f) for f, _ in parts], "incomplete": [str(f) for f, _ in incomplete],
-               "missing_shards": [f"{i}/{count}" for i in missing]})
-    return write_results(out, merged), merged, notes
+    return list(episodes.values())
 
 
 def _incomplete_parts(parts: Sequence[tuple[Path, RunResults]], count: int | None) -> list[tuple[Path, str]]:

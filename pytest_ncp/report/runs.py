@@ -63,7 +63,8 @@ def load_run(path: str | Path, label: str | None = None) -> RunData:
     results = load_results(p)
     reviews = load_reviews(p.parent)["labels"]
     reviews_path = p.parent / REVIEWS_FILE
-    return RunData(p, results, label or default_label(results.config.model_dump(mode="json", exclude_unset=True)), reviews,
+    config = results.config.model_dump(mode="json", exclude_unset=True)
+    return RunData(p, results, label or default_label(config), reviews,
                    reviews_path if reviews_path.exists() else None)
 
 
