@@ -120,6 +120,7 @@ def pytest_runtestloop(session: pytest.Session) -> None:
         return
     from .collect import EpisodeItem
 
+    ncp.started = True  # tests run (not --collect-only, --fixtures): the session will have a verdict
     # Start every selected episode now, so they run concurrently while items report in order.
     ncp.prefetch([(i.spec, i.repeat) for i in session.items if isinstance(i, EpisodeItem)])
     from .collect import ForkItem

@@ -38,6 +38,7 @@ class NcpSession:
         self.comparison: Comparison | None = None
         self.comparison_error: str | None = None
         self.interrupted = False
+        self.started = False  # the test loop began (not --collect-only or --fixtures): finish() decides
         self._ids: dict[str, str] = {}
         self._background: BackgroundRunner | None = None
         self._server: Any = None
@@ -228,8 +229,8 @@ class NcpSession:
         from ..analysis.verdict import BaselineResult, CanaryResult, decide
         from ..core.exit_codes import EXIT_OK
 
-        if self.is_worker:
-            return EXIT_OK
+        if self.is_worker or not (self.started or self.interrupted):
+            return EXIT_OK  # a session that runs no test (--collect-only, --fixtures) has nothing to decide
         if self.settings.failures is not None and self.fork_outcomes:
             from ..engine.failures import record_passes
 

@@ -30,6 +30,7 @@ class XdistHooks:
 
         ncp = node.config.stash.get(SESSION_KEY, None)
         if ncp is not None:
+            ncp.started = True  # the workers run the tests (the controller's own runtestloop is xdist's)
             repeats = ncp.settings.run.repeats
             ncp.expect(k for k in (episode_of(i, repeats) for i in ids) if k is not None)
 
