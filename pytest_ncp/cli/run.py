@@ -13,6 +13,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:
+    from ..analysis.metrics import Gate
     from ..analysis.verdict import CanaryResult
 
 
@@ -132,7 +133,7 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     return _verdict(entries, runner.expected, gate, canaries, [*map(str, errors), *problems], args)
 
 
-def _verdict(entries: list[dict[str, Any]], expected: set[str], gate: Any, canaries: CanaryResult | None,
+def _verdict(entries: list[dict[str, Any]], expected: set[str], gate: Gate | None, canaries: CanaryResult | None,
              problems: list[str], args: argparse.Namespace) -> int:
     """The run's verdict, through the one function the pytest session uses too: print its lines, return its
     exit code. ``expected`` are the episodes this run set out to finish (``Runner.plan``)."""
