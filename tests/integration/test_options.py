@@ -14,7 +14,7 @@ def test_without_a_narrator_no_spec_test_is_collected(project):
 
 @pytest.mark.parametrize("flag,message", [
     ("--ncp-player=chaotic", "*unknown player; valid: scripted, adversarial, natural*"),
-    ("--ncp-min-survival=lots", "*invalid survival gate 'lots': expected RATE*"),
+    ("--ncp-min-survival=lots", "*--ncp-min-survival='lots': expected RATE[[]@TURN]*"),
     ("--ncp-max-turns=0", "*--ncp-max-turns='0': expected a whole number >= 1*"),
     ("--ncp-player=natural", "*--ncp-player=natural needs --ncp-player-model*"),
     ("--ncp-specs=nowhere", "*no such spec file or directory: nowhere*"),

@@ -37,7 +37,7 @@ def test_run_rejects_bad_options(capsys):
     assert main(["run", "--narrator", "nope", "--specs", str(FIXTURES / "caligari.yaml")]) == 2
     assert "module:Attr" in capsys.readouterr().err
     assert main(["run", "--narrator", "x:Y", "--player", "natural", "--specs", str(SPECS)]) == 2
-    assert "needs a model" in capsys.readouterr().err
+    assert "--player=natural needs --player-model" in capsys.readouterr().err
     assert main(["run", "--narrator", "x:Y", "--min-survival", "lots", "--specs", str(SPECS)]) == 2
 
 
