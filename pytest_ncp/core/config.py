@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
@@ -101,6 +102,10 @@ class RunConfig:
         fields = {o.field_name: o.to_field(options[o.name]) if o.to_field else options[o.name]
                   for o in CONFIG_OPTIONS if o.name in options.values}
         fields.update((k, v) for k, v in overrides.items() if v is not None)
+        missing = set(fields) - {f.name for f in dataclasses.fields(cls)}
+        if missing:  # a table entry with config=... and no field here (core/options.py says how to add one)
+            raise TypeError(f"RunConfig has no field for option(s) {', '.join(sorted(missing))}: declare it, typed, "
+                            "with its default from the table")
         if not fields.get("record_mode"):
             fields["cassettes"] = None  # a cassette directory means nothing without a record mode
         max_turns = fields.get("max_turns", cls.max_turns)

@@ -241,24 +241,33 @@ class Option:
         return self.to_field(value) if self.to_field else value
 
     def help_for(self, front: Front) -> str:
-        class Flags(dict[str, str]):
-            def __missing__(self, name: str) -> str:
-                return front.flag(name)
+        shown = _with_flags(self.help + self.notes.get("pytest" if front.is_pytest else "ncp", ""), front)
+        default = self.default_text(front)
+        return shown if default is None or "default" in shown else f"{shown} (default: {default})"
 
-        shown = (self.help + self.notes.get("pytest" if front.is_pytest else "ncp", "")).format_map(Flags())
+    def default_text(self, front: Front) -> str | None:
+        """The default as the help (and README's option tables) show it; None when there is none to show."""
         default = self.defaults.get(front.name, self.default)
         if self.shown_default is not None:
-            default = self.shown_default.format_map(Flags())
-        if "default" in shown or default is None or default in ((), "") or self.kind == FLAG:
-            return shown
-        if self.relative_default and isinstance(default, (str, list, tuple)):
-            default = [default] if isinstance(default, str) else default
-            default = " ".join(f"./{d}" for d in default)  # pytest: in the rootdir; ncp: in the working directory
-        elif isinstance(default, (list, tuple)):
-            default = " ".join(map(str, default))
-        elif isinstance(default, float) and default.is_integer():
-            default = int(default)
-        return f"{shown} (default: {default})"
+            return _with_flags(self.shown_default, front)
+        if default is None or default in ((), "") or self.kind == FLAG:
+            return None
+        if self.relative_default:  # pytest: in the rootdir; ncp: in the working directory
+            return " ".join(f"./{d}" for d in ([default] if isinstance(default, str) else default))
+        if isinstance(default, (list, tuple)):
+            return " ".join(map(str, default))
+        if isinstance(default, float) and default.is_integer():
+            return str(int(default))
+        return str(default)
+
+
+def _with_flags(text: str, front: Front) -> str:
+    """``{other-name}`` in help text -> that option as ``front`` spells it."""
+    class Flags(dict[str, str]):
+        def __missing__(self, name: str) -> str:
+            return front.flag(name)
+
+    return text.format_map(Flags())
 
 
 def merge_items(parts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -288,9 +297,9 @@ OPTIONS: tuple[Option, ...] = (
            metavar="MODEL"),
     Option("api-base", text, None, "OpenAI-compatible endpoint for every role; overrides litellm's environment "
            "variables", config=RECORDED, metavar="URL"),
-    Option("max-turns", whole(1), 100, "turn limit per episode", config=FINGERPRINT),
-    Option("repeats", whole(1), 1, "episodes per spec (pass^k needs k >= 2)", config=RECORDED),
-    Option("concurrency", whole(1), 16, "episodes and model calls in flight", config=RECORDED),
+    Option("max-turns", whole(1), 100, "turn limit per episode", config=FINGERPRINT, metavar="N"),
+    Option("repeats", whole(1), 1, "episodes per spec (pass^k needs k >= 2)", config=RECORDED, metavar="K"),
+    Option("concurrency", whole(1), 16, "episodes and model calls in flight", config=RECORDED, metavar="N"),
     # --- how every model call is bounded and shaped (README "Self-hosted models") ---
     Option("timeout", seconds, 120.0, "seconds per model request; a call with its retries gets 2.5x that, or "
            "{deadline}", ncp=CALLS, config=RECORDED, metavar="S", defaults={"doctor": 60.0, "specs draft": 300.0}),
@@ -309,7 +318,7 @@ OPTIONS: tuple[Option, ...] = (
            "prompts into the first user message, for chat templates that drop them", ncp=CALLS, config=RECORDED,
            metavar="{" + ",".join(SYSTEM_PROMPT_MODES) + "}"),
     # --- what the run reports and gates on ---
-    Option("survival-turn", whole(1), None, "turn of the headline survival figure", pytest=False,
+    Option("survival-turn", whole(1), None, "turn of the headline survival figure", pytest=False, metavar="TURN",
            shown_default=f"the gate's TURN, else {DEFAULT_SURVIVAL_TURN} or {{max-turns}} when lower"),
     Option("min-survival", gate, None, "survival gate RATE[@TURN] (TURN defaults to 20): fails when survival@TURN "
            "< RATE, or when it cannot be measured (too few episodes observed up to TURN)", metavar="RATE[@TURN]",
@@ -354,7 +363,8 @@ OPTIONS: tuple[Option, ...] = (
     # --- pytest only: stored failures, the offline demo ---
     Option("failures", text, None, "failures folder (commit it): the fork point of every confirmed conflict is "
            "stored there, and stored failures run first as fork[<spec>@t<turn>] tests", ncp=None, metavar="DIR"),
-    Option("fork-samples", whole(1), 3, "responses sampled per stored failure (fork[...] tests)", ncp=None),
+    Option("fork-samples", whole(1), 3, "responses sampled per stored failure (fork[...] tests)", ncp=None,
+           metavar="K"),
     Option("failures-only", flag, False, "run only the stored failures of {failures} (the quick check after a "
            "prompt change)", kind=FLAG, ncp=None, needs=("failures", "the stored failures")),
     Option("demo", flag, False, "route every model call to the bundled scripted server (offline demo; judges "
