@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from ..core.exit_codes import EXIT_ERROR_BUDGET, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from ..core.options import (
-    CALL_OPTIONS, FLAG, ITEMS, OPTION, PATHS, Front, Option, Resolved, resolve_options, share, whole,
+    CALL_OPTIONS, FLAG, ITEMS, PATHS, Front, Option, Resolved, resolve_options, share, whole,
 )
 
 __all__ = [
@@ -43,7 +43,7 @@ def add_options(p: argparse.ArgumentParser, options: Iterable[Option], command: 
         if option.ncp_required:
             kwargs["required"] = True
         p.add_argument(front.flag(option.name), **kwargs)
-    p.set_defaults(ncp_options=(command, tuple(o.name for o in declared)), ncp_resolved=None)
+    p.set_defaults(ncp_options=(command, declared), ncp_resolved=None)
 
 
 def resolve_args(args: argparse.Namespace) -> Resolved:
@@ -52,15 +52,15 @@ def resolve_args(args: argparse.Namespace) -> Resolved:
     knowing which were given. Once per ``args``: a second call returns the first answer."""
     if getattr(args, "ncp_resolved", None) is not None:
         return args.ncp_resolved
-    command, names = args.ncp_options
+    command, declared = args.ncp_options
     front = Front(command)
-    raw = {n: getattr(args, OPTION[n].dest) for n in names}
-    given = {n: (value, front.flag(n)) for n, value in raw.items() if value is not None}
-    opts = resolve_options(given, front, (OPTION[n] for n in names))
+    raw = {o.name: getattr(args, o.dest) for o in declared}
+    given = {name: (value, front.flag(name)) for name, value in raw.items() if value is not None}
+    opts = resolve_options(given, front, declared)
     if opts.problems:
         raise ValueError("\n  ".join(opts.problems))
-    for name, value in opts.values.items():
-        setattr(args, OPTION[name].dest, value)
+    for option in declared:
+        setattr(args, option.dest, opts[option.name])
     args.ncp_resolved = opts
     return opts
 

@@ -9,13 +9,13 @@ from typing import Any, Sequence
 from .options import (  # noqa: F401 - re-exported: the option values have always been importable from here
     CONFIG_OPTIONS, DEFAULT_AUDITOR_MODEL, DEFAULT_MAX_TOKENS, DEFAULT_SURVIVAL_TURN, DEMO_MODELS, FINGERPRINT, FLAG,
     NCP, OUTPUT_MODES, PLAYER_KINDS, RECORD_MODES, ROLES, SCHEDULE, SYSTEM_PROMPT_MODES, Resolved, Spelling, default,
-    max_tokens, merge_items, parse_shard, survival_turn, unmet_needs,
+    parse_shard, survival_turn, unmet_needs,
 )
 
 # The values options may take live with the option table; imported from here too.
 __all__ = ["DEFAULT_AUDITOR_MODEL", "DEFAULT_MAX_TOKENS", "FINGERPRINT_FIELDS", "OUTPUT_MODES", "PLAYER_KINDS",
            "RECORD_MODES", "ROLES", "SCHEDULE_FIELDS", "SYSTEM_PROMPT_MODES", "RunConfig", "Shard",
-           "config_fingerprint", "episode_key", "episode_name", "parse_max_tokens"]
+           "config_fingerprint", "episode_key", "episode_name"]
 
 # What an episode's outcome depends on: ``--resume`` keeps an episode only when these are unchanged.
 # (Endpoint, concurrency, timeouts and cassettes change how a run is served, not what it measures.)
@@ -23,13 +23,6 @@ FINGERPRINT_FIELDS: tuple[str, ...] = (*(o.field_name for o in CONFIG_OPTIONS if
                                        "prompt_version")
 # How episodes are scheduled, never what they produce: left out of to_dict (results.json's config).
 SCHEDULE_FIELDS: tuple[str, ...] = tuple(o.field_name for o in CONFIG_OPTIONS if o.config == SCHEDULE)
-
-
-def parse_max_tokens(items: list[str] | tuple[str, ...] | str | None) -> dict[str, int]:
-    """``["narrator=300", "auditor=800,player=100"]`` -> ``{"narrator": 300, ...}``; ValueError says what is valid."""
-    if isinstance(items, str):
-        items = [items]
-    return merge_items(max_tokens(item) for item in items or ())
 
 
 @dataclass(frozen=True)

@@ -415,8 +415,8 @@ class Front:
         return self.name == "pytest"
 
     def flag(self, name: str) -> str:
-        option = OPTION[name]
-        return f"--ncp-{name}" if self.is_pytest else f"--{option.ncp_name or name}"
+        option = OPTION.get(name)
+        return f"--ncp-{name}" if self.is_pytest else f"--{option.ncp_name if option and option.ncp_name else name}"
 
     def spell(self, name: str) -> str:
         return self.flag(name)

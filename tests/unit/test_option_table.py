@@ -79,8 +79,9 @@ def test_every_option_has_help_a_known_kind_and_valid_references():
     for option in OPTIONS:
         assert option.help and option.kind in ("value", "flag", "paths", "items"), option.name
         assert option.pytest or option.ncp, f"{option.name} reaches no front end"
-        for front in (PYTEST, NCP):
-            option.help_for(front)  # a {name} in the help that is no option raises KeyError here
+        for reference in re.findall(r"{([^}]*)}", option.help + option.notes.get("pytest", "") +
+                                    option.notes.get("ncp", "") + (option.shown_default or "")):
+            assert reference in OPTION, f"{option.name}: help names {{{reference}}}, which is no option"
         if option.needs:
             assert option.needs[0] in OPTION, option.name
 
@@ -148,3 +149,24 @@ def test_the_table_and_the_plugin_import_nothing_heavy():
             "'litellm', 'syrupy', 'aiohttp', 'jinja2') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_new_entry_reaches_the_front_ends_with_no_other_code():
+    """The module docstring's example: one Option, and ncp's parser, the resolution and the help have it."""
+    import argparse
+
+    from pytest_ncp.cli.common import add_options, resolve_args
+    from pytest_ncp.core.options import RECORDED, Option, seconds
+
+    max_cost = Option("max-cost", seconds, None, "stop starting new episodes once the run has cost this many US "
+                      "dollars", config=RECORDED, metavar="USD")
+    parser = argparse.ArgumentParser()
+    add_options(parser, [OPTION["max-turns"], max_cost], "run")
+    args = parser.parse_args(["--max-cost", "2.5"])
+    opts = resolve_args(args)
+    assert args.max_cost == 2.5 and args.max_turns == 100 and opts.given("max-cost")
+    assert "--max-cost USD" in parser.format_help()
+    with pytest.raises(ValueError, match=r"--max-cost='free': expected a number"):
+        resolve_args(parser.parse_args(["--max-cost", "free"]))
+    pytest_side = resolve_options({"max-cost": ("1", "ini ncp_max_cost")}, PYTEST, [max_cost])
+    assert pytest_side["max-cost"] == 1.0 and max_cost.help_for(PYTEST).startswith("stop starting")
