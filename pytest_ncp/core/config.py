@@ -5,6 +5,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
+# The audit prompts' version (pytest_ncp/prompts/*.j2): bump it whenever a template's meaning changes.
+PROMPT_VERSION = "ncp-prompts/4"  # 2: the trajectory step is told when the trigger already happened; 3: quotes
+# and evidence must be substantial verbatim spans, the confirmation step sees the trajectory; 4: injection-
+# hardened data blocks (per-call delimiters, tags neutralised, the narration shown as a person reads it),
+# one system message for every audit step, and the story state first, byte for byte the same in every
+# step of a turn (provider prompt caches), facts the story added dated by turn
+
 PLAYER_KINDS: tuple[str, ...] = ("scripted", "adversarial", "natural")
 DEFAULT_AUDITOR_MODEL = "openai/gpt-4o-mini"
 # What an episode's outcome depends on: ``--resume`` keeps an episode only when these are unchanged.
@@ -16,6 +23,9 @@ ROLES: tuple[str, ...] = ("narrator", "player", "auditor", "author")  # author: 
 # Every call is bounded: a model that never stops (a base model, a chat template that lost its stop
 # token) would otherwise generate until its context is full. Per role, overridable (--max-tokens ROLE=N).
 DEFAULT_MAX_TOKENS: dict[str, int] = {"narrator": 600, "player": 150, "auditor": 1024, "author": 4096}
+# A narrator response longer than this is the narrator's error, before any audit call (--max-response-chars):
+# about 2,000 tokens, over three times the built-in narrator's 600-token limit, well inside any auditor's window.
+DEFAULT_MAX_RESPONSE_CHARS = 8000
 # How structured (auditor, spec-drafting) answers are asked for. ``auto`` tries the others in this
 # order, once per endpoint and model, moving on only when the server rejects the response format.
 OUTPUT_MODES: tuple[str, ...] = ("auto", "json_schema", "json_object", "prompt")
@@ -159,7 +169,6 @@ class RunConfig:
                 "structured_output": self.structured_output, "system_prompt": self.system_prompt}
 
     def to_dict(self) -> dict[str, Any]:
-        from ..prompts import PROMPT_VERSION
         from .redact import scrub
 
         data = asdict(self)

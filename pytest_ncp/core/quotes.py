@@ -28,7 +28,9 @@ MIN_QUOTE_WORDS = 3
 
 _CHARS = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u201c": '"', "\u201d": '"',
                         "\u201e": '"', "\u2014": "-", "\u2013": "-", "\u2012": "-", "\u2010": "-", "\u2011": "-",
-                        "\u00a0": " "})
+                        "\u00a0": " ",
+                        # The prompts show a tag-like "<" in data as a guillemet (prompts.neutralise).
+                        "\u2039": "<", "\u203a": ">"})
 _ELISION = re.compile(r"\s*\.\.\.\s*")
 # An elision skips at most this many words, and never a negation: "You have ... found the letter" must
 # not verify against "You have not found the letter" (the skipped words would reverse the meaning).
