@@ -16,6 +16,7 @@ import sys
 from typing import Any
 from pathlib import Path
 
+from ..testing.calibration import MODES as SCRIPTED_MODES
 from .common import EXIT_FAILED, EXIT_OK, add_options, client_settings, usage, whole_number
 
 
@@ -54,10 +55,11 @@ def register(sub: Any) -> None:
     p.add_argument("--record-mode", choices=RECORD_MODES,
                    help="record/replay the auditor calls to cassettes (none = replay only)")
     p.add_argument("--cassettes", metavar="DIR", help="cassette directory for --record-mode")
-    p.add_argument("--scripted", choices=("gold", "never", "always", "invalid"),
+    p.add_argument("--scripted", choices=SCRIPTED_MODES,
                    help="offline: audit against the bundled scripted server answering every case with its gold "
-                        "label, never a conflict, a conflict of every type, or garbage (scripted answers: shows "
-                        "what the figures mean, judges nothing)")
+                        "label, never a conflict, a conflict of every type, garbage, or the gold label except "
+                        "where the narration addresses the auditor, which it obeys (gullible: what the injection "
+                        "row catches) (scripted answers: shows what the figures mean, judges nothing)")
     p.set_defaults(func=cmd_calibrate)
 
 

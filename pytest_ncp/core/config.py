@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 from .options import (  # noqa: F401 - re-exported: the option values have always been importable from here
-    CONFIG_OPTIONS, DEFAULT_AUDITOR_MODEL, DEFAULT_MAX_TOKENS, DEFAULT_SURVIVAL_TURN, DEMO_MODELS, FINGERPRINT, FLAG,
-    NCP, OUTPUT_MODES, PLAYER_KINDS, RECORD_MODES, ROLES, SCHEDULE, SYSTEM_PROMPT_MODES, Resolved, Spelling, default,
+    CONFIG_OPTIONS, DEFAULT_AUDITOR_MODEL, DEFAULT_MAX_RESPONSE_CHARS, DEFAULT_MAX_TOKENS, DEFAULT_SURVIVAL_TURN,
+    DEMO_MODELS, FINGERPRINT, FLAG, NCP, OUTPUT_MODES, PLAYER_KINDS, RECORD_MODES, ROLES, SCHEDULE, SYSTEM_PROMPT_MODES, Resolved, Spelling, default,
     parse_shard, survival_turn, unmet_needs,
 )
 
@@ -16,6 +16,13 @@ from .options import (  # noqa: F401 - re-exported: the option values have alway
 __all__ = ["DEFAULT_AUDITOR_MODEL", "DEFAULT_MAX_TOKENS", "FINGERPRINT_FIELDS", "OUTPUT_MODES", "PLAYER_KINDS",
            "RECORD_MODES", "ROLES", "SCHEDULE_FIELDS", "SYSTEM_PROMPT_MODES", "RunConfig", "Shard",
            "config_fingerprint", "episode_key", "episode_name"]
+
+# The audit prompts' version (pytest_ncp/prompts/*.j2): bump it whenever a template's meaning changes.
+PROMPT_VERSION = "ncp-prompts/4"  # 2: the trajectory step is told when the trigger already happened; 3: quotes
+# and evidence must be substantial verbatim spans, the confirmation step sees the trajectory; 4: injection-
+# hardened data blocks (per-call delimiters, tags neutralised, the narration shown as a person reads it),
+# one system message for every audit step, and the story state first, byte for byte the same in every
+# step of a turn (provider prompt caches), facts the story added dated by turn
 
 # What an episode's outcome depends on: ``--resume`` keeps an episode only when these are unchanged.
 # (Endpoint, concurrency, timeouts and cassettes change how a run is served, not what it measures.)
@@ -71,6 +78,7 @@ class RunConfig:
     auditor_model: str = default("auditor-model")
     api_base: str | None = default("api-base")
     max_turns: int = default("max-turns")
+    max_response_chars: int = default("max-response-chars")
     repeats: int = default("repeats")
     concurrency: int = default("concurrency")
     timeout: float = default("timeout")                     # seconds per model request
@@ -141,7 +149,6 @@ class RunConfig:
                 "structured_output": self.structured_output, "system_prompt": self.system_prompt}
 
     def to_dict(self) -> dict[str, Any]:
-        from ..prompts import PROMPT_VERSION
         from .redact import scrub
 
         data = asdict(self)

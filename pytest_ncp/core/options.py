@@ -38,6 +38,9 @@ ROLES: tuple[str, ...] = ("narrator", "player", "auditor", "author")  # author: 
 # Every call is bounded: a model that never stops (a base model, a chat template that lost its stop
 # token) would otherwise generate until its context is full. Per role, overridable (--max-tokens ROLE=N).
 DEFAULT_MAX_TOKENS: dict[str, int] = {"narrator": 600, "player": 150, "auditor": 1024, "author": 4096}
+# A narrator response longer than this is the narrator's error, before any audit call (--max-response-chars):
+# about 2,000 tokens, over three times the built-in narrator's 600-token limit, well inside any auditor's window.
+DEFAULT_MAX_RESPONSE_CHARS = 8000
 # How structured (auditor, spec-drafting) answers are asked for. ``auto`` tries the others in this
 # order, once per endpoint and model, moving on only when the server rejects the response format.
 OUTPUT_MODES: tuple[str, ...] = ("auto", "json_schema", "json_object", "prompt")
@@ -298,6 +301,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("api-base", text, None, "OpenAI-compatible endpoint for every role; overrides litellm's environment "
            "variables", config=RECORDED, metavar="URL"),
     Option("max-turns", whole(1), 100, "turn limit per episode", config=FINGERPRINT, metavar="N"),
+    Option("max-response-chars", whole(1), DEFAULT_MAX_RESPONSE_CHARS, "a narrator response longer than this "
+           "is the narrator's error before any audit call (it would not fit an auditor's window)",
+           config=FINGERPRINT, metavar="N"),
     Option("repeats", whole(1), 1, "episodes per spec (pass^k needs k >= 2)", config=RECORDED, metavar="K"),
     Option("concurrency", whole(1), 16, "episodes and model calls in flight", config=RECORDED, metavar="N"),
     # --- how every model call is bounded and shaped (README "Self-hosted models") ---

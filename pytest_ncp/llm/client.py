@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from ..core.config import DEFAULT_MAX_TOKENS, OUTPUT_MODES, SYSTEM_PROMPT_MODES
 from ..core.options import default
+from ..core.redact import scrub, url_secrets
 from .litellm_path import import_litellm, litellm_call
 from .request import merge_system_prompt, request_params, shape_structured
 from .types import Completion, ModelError, Role, Usage, current_usage
@@ -285,8 +286,10 @@ class ModelClient:
                     retryable, why = False, f" (call deadline of {self.call_deadline:g}s reached)"
                 if not retryable or attempt > self.max_retries:
                     raise ModelError(
-                        f"{role} call to {model} failed after {attempt} attempt(s) at {where}{why}: "
-                        f"{_describe_failure(exc, where, request.get('timeout'))}",
+                        # An HTTP library's message may echo the URL or the key: scrubbed with both.
+                        scrub(f"{role} call to {model} failed after {attempt} attempt(s) at {where}{why}: "
+                              f"{_describe_failure(exc, where, request.get('timeout'))}",
+                              extra=(self.api_key, *url_secrets(self.api_base))),
                         role=role, model=model, status=status, attempts=attempt, endpoint=where,
                         rejects_format=rejects_format,
                     ) from None

@@ -70,7 +70,7 @@ def test_run_config_fields_and_defaults_come_from_the_table():
 def test_the_resume_fingerprint_covers_the_same_settings_as_before():
     # Changing this set changes every results.json fingerprint: --resume would refuse every earlier run.
     assert set(FINGERPRINT_FIELDS) == {"narrator", "narrator_model", "player", "player_model", "auditor_model",
-                                       "max_turns", "prompt_version"}
+                                       "max_turns", "max_response_chars", "prompt_version"}
     assert SCHEDULE_FIELDS == ("pipeline", "shard")
     assert not set(SCHEDULE_FIELDS) & set(RunConfig(shard="1/2", pipeline=False).to_dict())
 
