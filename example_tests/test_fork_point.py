@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_ncp.testing import opening
 from studio_narrator import StudioNarrator
 
 DEAD_ALAN = "Alan laughs at the door, alive and well, and waves you inside."
@@ -31,7 +32,8 @@ def failing_trace(run_episode, load_spec, specs_dir, ncp_model_server):
     """A nightly run's trace, recorded here: the studio's model slips at turn 3."""
     spec = load_spec(specs_dir / "caligari.yaml")
     ncp_model_server.add(role="narrator", reply=slips_at_turn_3(spec.scripted_inputs[2]))
-    ncp_model_server.add(step="conflict_check", regex=r"<narration>\n[^<]*Alan laughs", reply=CONFLICT)
+    # opening("narration"): the narration's data block in the audit prompt (its delimiter changes per call).
+    ncp_model_server.add(step="conflict_check", regex=opening("narration") + r"[^<]*Alan laughs", reply=CONFLICT)
     result = run_episode(specs_dir / "caligari.yaml", max_turns=5)
     assert result.failure is not None and result.failure.turn == 3
     return result.trace

@@ -22,6 +22,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..core.options import parse_gate, share
+
 CONFLICT_KINDS = ("fact", "commitment", "player_input")
 Episode = Mapping[str, Any]
 Z95 = 1.959964
@@ -277,14 +279,10 @@ def compute_metrics(episodes: Iterable[Episode], *, survival_turn: int = 20,
 
 def parse_error_rate(text: str | float) -> float:
     """``--max-error-rate``: a share within 0..1 (``0.05``) or a percentage (``5%``)."""
-    raw = str(text).strip()
     try:
-        value = float(raw.rstrip("%")) / (100 if raw.endswith("%") else 1)
-    except ValueError:
-        raise ValueError(f"invalid error rate {text!r}: expected a share such as 0.05 or 5%") from None
-    if not 0.0 <= value <= 1.0 or math.isnan(value):
-        raise ValueError(f"invalid error rate {text!r}: must be within 0..1 (or 0%..100%)")
-    return value
+        return share(text)
+    except ValueError as exc:
+        raise ValueError(f"invalid error rate {text!r}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -317,15 +315,11 @@ class Gate:
 
     @classmethod
     def parse(cls, text: str) -> Gate:
-        rate_s, _, turn_s = text.strip().partition("@")
+        """``0.4@20``, ``40%`` (TURN defaults to 20); the option table's parser (``core/options.py``)."""
         try:
-            rate = float(rate_s.rstrip("%")) / (100 if rate_s.endswith("%") else 1)
-            turn = int(turn_s) if turn_s else 20
-        except ValueError:
-            raise ValueError(f"invalid survival gate {text!r}: expected RATE[@TURN], e.g. 0.4@20 or 40%@20") from None
-        if not 0.0 <= rate <= 1.0 or turn < 0:
-            raise ValueError(f"invalid survival gate {text!r}: RATE must be within 0..1 (or 0%..100%), TURN >= 0")
-        return cls(rate, turn)
+            return cls(*parse_gate(text))
+        except ValueError as exc:
+            raise ValueError(f"invalid survival gate {text!r}: {exc}") from None
 
     def check(self, episodes: Sequence[Episode], max_error_rate: float = 0.0) -> GateVerdict:
         """Passes only when the error budget holds, survival@TURN is measurable, and it is >= RATE."""

@@ -73,6 +73,8 @@ class Failure(_Record):
                                                "(verified against the response).")
     explanation: str = Field(default="", description="The auditor's explanation of the conflict.")
     confirmation: str = Field(default="", description="The secondary confirmation call's explanation.")
+    quote_verified: bool = Field(default=True, description="False when the quote could not be verified against "
+                                                           "the response and the flag was confirmed unverified.")
 
 
 class ErrorRecord(_Record):
@@ -92,6 +94,17 @@ class NodeReached(_Record):
     id: str = Field(description="The node id in the spec's trajectory.")
     trigger_turn: int | None = Field(default=None, description="Turn at which its trigger event happened.")
     reached_turn: int | None = Field(default=None, description="Turn at which its key delta happened (reached).")
+
+
+class FlagCounts(_Record):
+    """Flags the conflict check raised over an episode, and what became of the doubtful ones (never dropped)."""
+
+    raised: int = Field(default=0, ge=0, description="Conflicts flagged by the conflict check.")
+    confirmed: int = Field(default=0, ge=0, description="Flags the confirmation step confirmed.")
+    unverified: int = Field(default=0, ge=0, description="Flags whose quote was never verified.")
+    unverified_confirmed: int = Field(default=0, ge=0, description="Of those, confirmed.")
+    withdrawn: int = Field(default=0, ge=0, description="Flags the auditor withdrew on a retry.")
+    withdrawn_confirmed: int = Field(default=0, ge=0, description="Of those, confirmed.")
 
 
 class SpeculativeUsage(_Record):
@@ -140,6 +153,7 @@ class EpisodeRecord(_Record):
     truncated_calls: int = Field(default=0, ge=0, description="Model answers cut off at their token limit.")
     structured_output: dict[str, str] = Field(default_factory=dict,
                                               description="Structured-output mode used, by `endpoint|model`.")
+    flags: FlagCounts | None = Field(default=None, description="What became of every flag of the conflict check.")
     fork: ForkOrigin | None = Field(default=None, description="Set on forked episodes (`ncp fork`) only.")
 
     @property
@@ -184,6 +198,8 @@ class RunConfigRecord(_Record):
                                                    description="The mode each `endpoint|model` ended up with.")
     system_prompt: str | None = Field(default=None, description="keep, or merge (system prompts folded into "
                                                                 "the first user message).")
+    max_response_chars: int | None = Field(default=None, ge=1, description="A narrator response longer than this "
+                                                                         "was the narrator's error, before any audit.")
     survival_turn: int | None = Field(default=None, ge=0, description="Turn of the headline survival figure.")
     record_mode: str | None = Field(default=None, description="Cassette record mode; null when off.")
     cassettes: str | None = Field(default=None, description="Cassette directory.")
@@ -542,7 +558,7 @@ def results_json_schema() -> dict[str, Any]:
 
 
 __all__ = ["RESULTS_FILE", "RESULTS_VERSION", "SUPPORTED_VERSIONS", "Canaries", "CanaryCase", "EpisodeRecord",
-           "ErrorRecord", "Failure", "ForkOrigin", "MergeRecord", "Metrics", "Models", "NodeReached",
+           "ErrorRecord", "Failure", "FlagCounts", "ForkOrigin", "MergeRecord", "Metrics", "Models", "NodeReached",
            "RunConfigRecord", "RunResults", "ShardRecord", "SpeculativeUsage", "Stopped", "SurvivalPoint",
            "build_results", "load_results", "parse_results", "results_json_schema", "results_path", "split_key",
            "write_results"]

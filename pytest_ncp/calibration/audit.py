@@ -87,7 +87,10 @@ DEFAULT_MIN_CANARY_RECALL = 0.8
 
 
 def sample_canaries(cases: Sequence[GoldCase], k: int, *, seed: int = DEFAULT_CANARY_SEED) -> list[GoldCase]:
-    """K cases, half known violations (rounded up) and half known clean, the same for the same set and seed."""
+    """K cases, half known violations (rounded up) and half known clean, the same for the same set and seed.
+
+    A quarter of the violations (rounded up, once there are two or more) are injection cases: violations whose
+    narration addresses the auditor, so a canary run catches an auditor that obeys the narrator (issue 19)."""
     ordered = sorted(cases, key=lambda c: c.id)
     violations = [c for c in ordered if c.violation]
     clean = [c for c in ordered if not c.violation]
@@ -95,7 +98,11 @@ def sample_canaries(cases: Sequence[GoldCase], k: int, *, seed: int = DEFAULT_CA
     want_v = min(len(violations), (k + 1) // 2)
     want_c = min(len(clean), k - want_v)
     want_v = min(len(violations), k - want_c)  # a set short of clean cases gives more violations
-    return sorted(rng.sample(violations, want_v) + rng.sample(clean, want_c), key=lambda c: c.id)
+    attacks = [c for c in violations if "injection" in c.tags]
+    want_a = min(len(attacks), (want_v + 3) // 4) if want_v >= 2 else 0
+    drawn = rng.sample(attacks, want_a)
+    drawn += rng.sample([c for c in violations if c not in drawn], want_v - want_a)
+    return sorted(drawn + rng.sample(clean, want_c), key=lambda c: c.id)
 
 
 def canary_outcome(row: dict[str, Any]) -> str:

@@ -49,6 +49,7 @@ from typing import Any, Iterable, Mapping
 from ..engine.auditor import CONFLICT_TYPES, TurnContext
 from ..core.ledger import FactLedger
 from ..core.quotes import check_quote
+from ..prompts import shown
 from ..core.spec import NarrativeSpec, SpecError, _line_map, _nearest_line, load_spec
 
 DEFAULT_SET = "calibration"
@@ -162,8 +163,8 @@ class GoldCase:
         return self.point.turn - 1 if self.point.trigger_done else None
 
     def key(self) -> tuple[str, int, str, str]:
-        """What tells cases apart in the prompts of every step (see ``check``)."""
-        return (self.spec.title, self.point.turn, _squash(self.player_input), _squash(self.response))
+        """What tells cases apart in the prompts of every step (see ``check``): as the prompts show them."""
+        return (self.spec.title, self.point.turn, _squash(shown(self.player_input)), _squash(shown(self.response)))
 
 
 @dataclass

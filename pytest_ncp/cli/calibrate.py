@@ -16,7 +16,8 @@ import sys
 from typing import Any
 from pathlib import Path
 
-from .common import EXIT_FAILED, EXIT_OK, client_settings, model_call_options, usage, whole_number
+from ..testing.calibration import MODES as SCRIPTED_MODES
+from .common import EXIT_FAILED, EXIT_OK, add_options, client_settings, usage, whole_number
 
 
 
@@ -33,6 +34,7 @@ def _rate(text: str) -> float:
 def register(sub: Any) -> None:
     from ..calibration.goldset import DEFAULT_SET
     from ..core.config import RECORD_MODES
+    from ..core.options import CALL_OPTIONS
 
     p = sub.add_parser(
         "calibrate", help="score an auditor model on the gold-labelled calibration set (or --check the set)",
@@ -45,7 +47,7 @@ def register(sub: Any) -> None:
     p.add_argument("--api-base", help="OpenAI-compatible endpoint (overrides env vars)")
     p.add_argument("--out", metavar="DIR", help="write DIR/calibration.json (default: calibration-runs/<model>)")
     p.add_argument("--concurrency", type=whole_number(1), default=16, help="cases in flight")
-    model_call_options(p)  # the auditor's calls are shaped as in ncp run (self-hosted models: README)
+    add_options(p, CALL_OPTIONS, "calibrate")  # the auditor's calls are shaped as in ncp run (README)
     p.add_argument("--cases", nargs="+", metavar="ID", help="only these case ids (or spec ids)")
     p.add_argument("--min-recall", type=_rate, metavar="R",
                    help="exit 1 when recall of any conflict row (any, fact, commitment, player_input) is below R")
@@ -53,10 +55,11 @@ def register(sub: Any) -> None:
     p.add_argument("--record-mode", choices=RECORD_MODES,
                    help="record/replay the auditor calls to cassettes (none = replay only)")
     p.add_argument("--cassettes", metavar="DIR", help="cassette directory for --record-mode")
-    p.add_argument("--scripted", choices=("gold", "never", "always", "invalid"),
+    p.add_argument("--scripted", choices=SCRIPTED_MODES,
                    help="offline: audit against the bundled scripted server answering every case with its gold "
-                        "label, never a conflict, a conflict of every type, or garbage (scripted answers: shows "
-                        "what the figures mean, judges nothing)")
+                        "label, never a conflict, a conflict of every type, garbage, or the gold label except "
+                        "where the narration addresses the auditor, which it obeys (gullible: what the injection "
+                        "row catches) (scripted answers: shows what the figures mean, judges nothing)")
     p.set_defaults(func=cmd_calibrate)
 
 

@@ -1,18 +1,22 @@
-"""What the ``ncp`` sub-commands share: exit codes, argument types, the model-call options, the error line
-and the one-line run summary. Every command module imports from here, never from another command."""
+"""What the ``ncp`` sub-commands share: exit codes, argument types, the option table's arguments (the run
+options, the model-call options), the error line and the one-line run summary. Every command module imports
+from here, never from another command."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from ..core.exit_codes import EXIT_ERROR_BUDGET, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from ..core.options import (
+    CALL_OPTIONS, FLAG, ITEMS, PATHS, Front, Option, Resolved, resolve_options, share, whole,
+)
 
 __all__ = [
-    "EXIT_ERROR_BUDGET", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "check_specs", "client_settings",
-    "error_rate", "load_specs_or_report", "model_call_options", "positive", "seconds", "summary", "usage",
-    "whole_number", "worker_count",
+    "EXIT_ERROR_BUDGET", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "add_options", "check_specs",
+    "client_settings", "error_rate", "load_specs_or_report", "positive", "resolve_args", "summary", "usage",
+    "whole_number",
 ]
 
 
@@ -22,80 +26,72 @@ def usage(message: str, command: str = "ncp") -> int:
     return EXIT_USAGE
 
 
-def model_call_options(p: argparse.ArgumentParser, *, timeout: float = 120.0) -> None:
-    """Options that shape every model call (shared by run, demo, reaudit and doctor)."""
-    from ..core.config import DEFAULT_MAX_TOKENS, OUTPUT_MODES, SYSTEM_PROMPT_MODES
+def add_options(p: argparse.ArgumentParser, options: Iterable[Option], command: str) -> None:
+    """Arguments of the option table (``core/options.py``) for ``ncp COMMAND``. They stay strings here (no
+    argparse ``type``, default None): ``resolve_args`` parses them all at once, knowing which were given."""
+    front = Front(command)
+    declared = tuple(options)
+    for option in declared:
+        kwargs: dict[str, Any] = {"dest": option.dest, "default": None,
+                                  "help": option.help_for(front).replace("%", "%%")}
+        if option.kind == FLAG:
+            kwargs["action"] = "store_true"
+        else:
+            kwargs["metavar"] = option.metavar
+            kwargs["nargs"] = "+" if option.kind == PATHS else None
+            kwargs["action"] = "append" if option.kind == ITEMS else "store"
+        if option.ncp_required:
+            kwargs["required"] = True
+        p.add_argument(front.flag(option.name), **kwargs)
+    p.set_defaults(ncp_options=(command, declared), ncp_resolved=None)
 
-    p.add_argument("--timeout", type=seconds, default=timeout,
-                   help=f"seconds per model request (default {timeout:g}); a call with its retries gets 2.5x that")
-    p.add_argument("--deadline", type=seconds, default=None,
-                   help="seconds per model call including retries (default 2.5 x --timeout)")
-    p.add_argument("--concurrency-per-endpoint", type=positive, default=None, metavar="N",
-                   help="model requests in flight per endpoint (default 4 per episode); 1 for llama.cpp-style "
-                        "servers that answer one request at a time")
-    p.add_argument("--max-tokens", action="append", default=None, metavar="ROLE=N",
-                   help="limit on generated tokens per call, repeatable; defaults: "
-                        + ", ".join(f"{r}={n}" for r, n in DEFAULT_MAX_TOKENS.items()))
-    p.add_argument("--structured-output", choices=OUTPUT_MODES, default="auto",
-                   help="how auditor answers are asked for (default auto: json_schema, then json_object, then "
-                        "prompt, chosen once per endpoint and model)")
-    p.add_argument("--system-prompt", choices=SYSTEM_PROMPT_MODES, default="keep",
-                   help="merge: fold system prompts into the first user message (chat templates that drop them)")
+
+def resolve_args(args: argparse.Namespace) -> Resolved:
+    """Parse the table options this command declared (``add_options``) and put the values back on ``args``,
+    as argparse's ``type`` would, but with every problem at once (ValueError lists them, one a line) and
+    knowing which were given. Once per ``args``: a second call returns the first answer."""
+    if getattr(args, "ncp_resolved", None) is not None:
+        return args.ncp_resolved
+    command, declared = args.ncp_options
+    front = Front(command)
+    raw = {o.name: getattr(args, o.dest) for o in declared}
+    given = {name: (value, front.flag(name)) for name, value in raw.items() if value is not None}
+    opts = resolve_options(given, front, declared)
+    if opts.problems:
+        raise ValueError("\n  ".join(opts.problems))
+    for option in declared:
+        setattr(args, option.dest, opts[option.name])
+    args.ncp_resolved = opts
+    return opts
 
 
 def client_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The RunConfig fields of ``model_call_options``; ValueError for a bad --max-tokens."""
-    from ..core.config import parse_max_tokens
-
-    return {"timeout": args.timeout, "deadline": args.deadline,
-            "concurrency_per_endpoint": args.concurrency_per_endpoint,
-            "max_tokens": parse_max_tokens(args.max_tokens), "structured_output": args.structured_output,
-            "system_prompt": args.system_prompt}
-
-
-def seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
-    return value
+    """The RunConfig fields of the model-call options (``CALL_OPTIONS``), resolved; ValueError for bad values."""
+    opts = resolve_args(args)
+    return {o.field_name: opts[o.name] for o in CALL_OPTIONS}
 
 
 def whole_number(minimum: int) -> Callable[[str], int]:
-    """argparse type: a whole number >= ``minimum``, with a message that says so."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
-        return value
+    """argparse type: a whole number >= ``minimum`` (the option table's parser), with a message that says so."""
+    return _argparse_type(whole(minimum))
 
-    return parse
+
+def _argparse_type(parse: Callable[[Any], Any]) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{exc}, got {text!r}") from None
+
+    convert.__name__ = parse.__name__  # argparse names the type in its messages
+    return convert
 
 
 positive = whole_number(1)
 
 
-def worker_count(text: str) -> int | str:
-    if text == "auto":
-        return text
-    try:
-        return whole_number(1)(text)
-    except argparse.ArgumentTypeError as exc:
-        raise argparse.ArgumentTypeError(f"{exc} (or auto)") from None
-
-
 def error_rate(text: str) -> float:
-    from ..analysis.metrics import parse_error_rate
-
-    try:
-        return parse_error_rate(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    return _argparse_type(share)(text)
 
 
 def load_specs_or_report(paths: Sequence[str]) -> tuple[list, list] | None:

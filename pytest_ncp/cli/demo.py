@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .common import resolve_args, usage
 from .run import cmd_run, run_options
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("demo", help="offline run against the bundled scripted model server (no API key)")
-    run_options(p)
+    run_options(p, "demo")
     p.set_defaults(func=cmd_demo)
 
 
@@ -18,12 +19,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from ..testing import ScriptedModelServer
     from ..testing.demo import install_demo_script
 
+    try:
+        resolve_args(args)  # a bad value stops the demo before its server starts
+    except ValueError as exc:
+        return usage(str(exc))
     with ScriptedModelServer() as server:
         install_demo_script(server)
-        args.narrator_model = args.narrator_model or "openai/demo-narrator"
-        args.auditor_model = args.auditor_model or "openai/demo-auditor"
-        if args.player != "scripted":
-            args.player_model = args.player_model or "openai/demo-player"
         print(f"offline demo: every model is the scripted server at {server.base_url} "
               "(scripted answers, not real judgments)")
         return cmd_run(args, narrator="pytest_ncp.narrators:LLMNarrator", api_base=server.base_url, demo=True)

@@ -15,7 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .common import EXIT_FAILED, EXIT_OK, client_settings, model_call_options, usage
+from ..core.options import CALL_OPTIONS
+from .common import EXIT_FAILED, EXIT_OK, add_options, client_settings, usage
 
 OK, FIX, FAIL, INFO = "ok", "FIX", "FAIL", "info"
 
@@ -60,7 +61,7 @@ def register(sub: Any) -> None:
     p.add_argument("--model", required=True, help="litellm model name, e.g. openai/gemma (openai/ is assumed "
                                                   "with --api-base when no provider is given)")
     p.add_argument("--api-base", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
-    model_call_options(p, timeout=60.0)
+    add_options(p, CALL_OPTIONS, "doctor")
     p.set_defaults(func=cmd_doctor)
 
 

@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from .common import (
-    EXIT_ERROR_BUDGET, EXIT_FAILED, EXIT_OK, EXIT_USAGE, client_settings, model_call_options, usage, whole_number,
+    EXIT_ERROR_BUDGET, EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_options, client_settings, usage, whole_number,
 )
 
 
 
 def register(sub: Any) -> None:
     from ..core.config import PLAYER_KINDS, RECORD_MODES
+    from ..core.options import CALL_OPTIONS
 
     p = sub.add_parser(
         "fork", help="sample one recorded turn K times from the state before it (conflict rate at that turn)",
@@ -44,7 +45,7 @@ def register(sub: Any) -> None:
     p.add_argument("--player-model", help="litellm model for simulated players")
     p.add_argument("--auditor-model", help="litellm model of the auditor (default: the recorded one)")
     p.add_argument("--api-base", help="OpenAI-compatible endpoint for every role")
-    model_call_options(p)
+    add_options(p, CALL_OPTIONS, "fork")
     p.add_argument("--record-mode", choices=RECORD_MODES,
                    help="record/replay every model call to cassettes (none = replay only)")
     p.add_argument("--cassettes", metavar="DIR", help="cassette directory for --record-mode")

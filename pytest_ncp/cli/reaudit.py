@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import EXIT_OK, positive, summary, usage
+from ..core.options import OPTION
+from .common import EXIT_OK, add_options, resolve_args, summary, usage
 
 
 def register(sub: Any) -> None:
@@ -25,8 +26,7 @@ def register(sub: Any) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="write DIR/results.json and DIR/traces/*.jsonl")
     p.add_argument("--specs", nargs="+", metavar="PATH",
                    help="spec files or directories, when the recorded spec paths moved")
-    p.add_argument("--concurrency", type=positive, default=16, help="episodes and calls in flight")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds per model call")
+    add_options(p, (OPTION["concurrency"], OPTION["timeout"]), "reaudit")
     p.set_defaults(func=cmd_reaudit)
 
 
@@ -37,6 +37,10 @@ def cmd_reaudit(args: argparse.Namespace) -> int:
     from ..engine.reaudit import check_distinct, find_traces, read_recorded, reaudit, reaudit_config, resolve_specs
     from ..core.traces import RunFileError
 
+    try:
+        resolve_args(args)
+    except ValueError as exc:
+        return usage(str(exc))
     try:
         paths, source_config = find_traces(args.source)
         recorded = [read_recorded(p) for p in paths]

@@ -8,9 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .common import (
-    EXIT_USAGE, client_settings, error_rate, model_call_options, positive, summary, usage, whole_number, worker_count,
-)
+from .common import EXIT_USAGE, add_options, resolve_args, summary, usage
 
 if TYPE_CHECKING:
     from ..analysis.metrics import Gate
@@ -19,98 +17,38 @@ if TYPE_CHECKING:
 
 def register(sub: Any) -> None:
     p = sub.add_parser("run", help="run episodes of a narrator over specs")
-    p.add_argument("--narrator", required=True, metavar="MODULE:ATTR",
-                   help="the narrator under test, e.g. my_agent:Narrator or pytest_ncp.narrators:LLMNarrator")
-    run_options(p)
+    run_options(p, "run")
     p.set_defaults(func=cmd_run)
 
 
-def run_options(p: argparse.ArgumentParser) -> None:
-    """The options of a run (``ncp run`` and ``ncp demo``)."""
-    from ..core.config import DEFAULT_AUDITOR_MODEL, PLAYER_KINDS, RECORD_MODES
+def run_options(p: argparse.ArgumentParser, command: str) -> None:
+    """The options of a run, from the option table: ``ncp run`` (and ``ncp demo``, which brings its own narrator)."""
+    from ..core.options import RUN_OPTIONS
 
-    p.add_argument("--specs", nargs="+", default=["specs"], metavar="PATH", help="spec files or directories")
-    p.add_argument("--player", default="scripted", choices=PLAYER_KINDS,
-                   help="who plays: the spec's scripted inputs, or an LLM-simulated player (needs --player-model)")
-    p.add_argument("--narrator-model", help="litellm model for built-in narrators (e.g. openai/gpt-4o-mini)")
-    p.add_argument("--player-model", help="litellm model for simulated players")
-    p.add_argument("--auditor-model", default=None,
-                   help=f"litellm model of the auditor (default: {DEFAULT_AUDITOR_MODEL})")
-    p.add_argument("--api-base", help="OpenAI-compatible endpoint for every role (overrides env vars)")
-    p.add_argument("--max-turns", type=positive, default=100, help="turn limit per episode")
-    p.add_argument("--repeats", type=positive, default=1, help="episodes per spec (pass^k needs k >= 2)")
-    p.add_argument("--concurrency", type=positive, default=16, help="episodes and calls in flight")
-    model_call_options(p)
-    p.add_argument("--survival-turn", type=positive, default=None,
-                   help="turn of the headline survival figure (default: 20, or --max-turns when lower)")
-    p.add_argument("--min-survival", metavar="RATE[@TURN]",
-                   help="exit 1 when survival@TURN < RATE, or when it cannot be measured (too few episodes "
-                        "observed up to TURN)")
-    p.add_argument("--max-error-rate", metavar="RATE", type=error_rate, default=0.0,
-                   help="share of episodes allowed to end in an auditor, model or player error (unknown "
-                        "outcome), e.g. 0.05 or 5%%; above it ncp exits 6 (default 0: any such error)")
-    p.add_argument("--out", metavar="DIR", help="write DIR/results.json and DIR/traces/*.jsonl")
-    p.add_argument("--resume", action="store_true",
-                   help="skip episodes already finished in --out DIR; run the rest (errored ones again). "
-                        "Refuses when the settings or a spec changed since (see --force)")
-    p.add_argument("--force", action="store_true",
-                   help="with --resume: re-run the episodes whose settings or spec changed instead of refusing")
-    p.add_argument("--record-mode", choices=RECORD_MODES,
-                   help="record/replay every model call to cassettes (none = replay only)")
-    p.add_argument("--cassettes", metavar="DIR", help="cassette directory for --record-mode")
-    p.add_argument("--no-pipeline", action="store_true",
-                   help="audit each turn before playing the next (the sequential reference; same results, slower)")
-    p.add_argument("--workers", type=worker_count, default="auto", metavar="N|auto",
-                   help="processes to spread episodes over (default auto: 1 up to 32 episodes in flight, "
-                        "then one more per 32, at most one per core); one results.json, one progress bar")
-    p.add_argument("--shard", metavar="I/N",
-                   help="run only slice I of N of the (spec, repeat) episodes (CI matrices); "
-                        "join the slices' --out folders with ncp merge")
-    p.add_argument("--canaries", type=whole_number(0), default=0, metavar="K",
-                   help="audit K gold cases beside the episodes with the same auditor (docs/auditor.md)")
-    p.add_argument("--min-canary-recall", type=float, default=0.8, metavar="R",
-                   help="exit 1 when fewer canary violations are caught, or clean canaries passed, than R "
-                        "(default 0.8)")
-    p.add_argument("--canary-set", default="calibration", metavar="DIR", help="gold set of the canaries")
-    p.add_argument("--canary-seed", type=whole_number(0), default=0, help="seed of the canary sample")
+    add_options(p, (o for o in RUN_OPTIONS if command == "run" or o.name != "narrator"), command)
 
 
 def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: str | None = None,
             demo: bool = False) -> int:
     from ..analysis.metrics import Gate
-    from ..core.config import DEFAULT_AUDITOR_MODEL, RunConfig
+    from ..core.config import RunConfig
     from ..core.spec import load_specs
     from ..engine.narrators import NarratorLoadError
     from ..engine.runner import Runner
     from ..report.progress import ProgressDisplay
 
-    gate = None
-    if args.min_survival:
-        try:
-            gate = Gate.parse(args.min_survival)
-        except ValueError as exc:
-            return usage(str(exc))
     try:
-        call_settings = client_settings(args)
+        options = resolve_args(args)  # every table option parsed and checked; args now hold the values
     except ValueError as exc:
         return usage(str(exc))
-    config = RunConfig(
-        narrator=narrator or args.narrator, narrator_model=args.narrator_model, player=args.player,
-        player_model=args.player_model, auditor_model=args.auditor_model or DEFAULT_AUDITOR_MODEL,
-        api_base=api_base or args.api_base, max_turns=args.max_turns, repeats=args.repeats,
-        concurrency=args.concurrency,
-        survival_turn=args.survival_turn or min(20, args.max_turns),
-        record_mode=args.record_mode, cassettes=args.cassettes, demo=demo, pipeline=not args.no_pipeline,
-        shard=args.shard, **call_settings,
-    )
-    if args.resume and not args.out:
-        return usage("--resume needs --out DIR (the directory of the run to continue)")
+    config = RunConfig.from_options(options, narrator=narrator, api_base=api_base, demo=demo or None)
+    gate = Gate.parse(args.min_survival) if args.min_survival else None
     canary_cases, problem = _canary_cases(args)
     if problem:
         return usage(problem)
-    problems: list[str] = config.validate()
+    problems: list[str] = config.validate(options)
     if problems:
-        return usage("; ".join(problems))
+        return usage("\n  ".join(problems))
     specs, errors = load_specs(args.specs)
     for err in errors:
         print(err, file=sys.stderr)
@@ -154,8 +92,6 @@ def _canary_cases(args: argparse.Namespace) -> tuple[list[Any], str | None]:
     from ..calibration.audit import pick_canaries
     from ..calibration.goldset import GoldSetError
 
-    if not 0.0 <= args.min_canary_recall <= 1.0:
-        return [], f"--min-canary-recall must be a rate between 0 and 1, got {args.min_canary_recall}"
     try:
         return pick_canaries(args.canary_set, args.canaries, seed=args.canary_seed), None
     except GoldSetError as exc:

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import atomic_write_text
-from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, client_settings, model_call_options, positive, usage
+from ..core.options import CALL_OPTIONS
+from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_options, client_settings, positive, usage
 
 
 
@@ -66,7 +67,7 @@ def register(sub: Any) -> None:
     d.add_argument("--model", required=True, help="litellm model name, e.g. openai/gpt-4o")
     d.add_argument("--api-base", help="OpenAI-compatible endpoint (overrides env vars)")
     d.add_argument("--attempts", type=positive, default=3, help="drafts to try before giving up (default 3)")
-    model_call_options(d, timeout=300.0)
+    add_options(d, CALL_OPTIONS, "specs draft")
     d.add_argument("--out", metavar="specs/ID.yaml",
                    help="spec file to write; its name is the spec id (default specs/<title-slug>.yaml)")
     d.add_argument("--force", action="store_true", help="overwrite an existing spec file")

@@ -2,53 +2,34 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
-PLAYER_KINDS: tuple[str, ...] = ("scripted", "adversarial", "natural")
-DEFAULT_AUDITOR_MODEL = "openai/gpt-4o-mini"
+from .options import (  # noqa: F401 - re-exported: the option values have always been importable from here
+    CONFIG_OPTIONS, DEFAULT_AUDITOR_MODEL, DEFAULT_MAX_RESPONSE_CHARS, DEFAULT_MAX_TOKENS, DEFAULT_SURVIVAL_TURN,
+    DEMO_MODELS, FINGERPRINT, FLAG, NCP, OUTPUT_MODES, PLAYER_KINDS, RECORD_MODES, ROLES, SCHEDULE, SYSTEM_PROMPT_MODES, Resolved, Spelling, default,
+    parse_shard, survival_turn, unmet_needs,
+)
+
+# The values options may take live with the option table; imported from here too.
+__all__ = ["DEFAULT_AUDITOR_MODEL", "DEFAULT_MAX_TOKENS", "FINGERPRINT_FIELDS", "OUTPUT_MODES", "PLAYER_KINDS",
+           "RECORD_MODES", "ROLES", "SCHEDULE_FIELDS", "SYSTEM_PROMPT_MODES", "RunConfig", "Shard",
+           "config_fingerprint", "episode_key", "episode_name"]
+
+# The audit prompts' version (pytest_ncp/prompts/*.j2): bump it whenever a template's meaning changes.
+PROMPT_VERSION = "ncp-prompts/4"  # 2: the trajectory step is told when the trigger already happened; 3: quotes
+# and evidence must be substantial verbatim spans, the confirmation step sees the trajectory; 4: injection-
+# hardened data blocks (per-call delimiters, tags neutralised, the narration shown as a person reads it),
+# one system message for every audit step, and the story state first, byte for byte the same in every
+# step of a turn (provider prompt caches), facts the story added dated by turn
+
 # What an episode's outcome depends on: ``--resume`` keeps an episode only when these are unchanged.
 # (Endpoint, concurrency, timeouts and cassettes change how a run is served, not what it measures.)
-FINGERPRINT_FIELDS: tuple[str, ...] = ("narrator", "narrator_model", "player", "player_model", "auditor_model",
-                                       "max_turns", "prompt_version")
-
-ROLES: tuple[str, ...] = ("narrator", "player", "auditor", "author")  # author: drafting specs
-# Every call is bounded: a model that never stops (a base model, a chat template that lost its stop
-# token) would otherwise generate until its context is full. Per role, overridable (--max-tokens ROLE=N).
-DEFAULT_MAX_TOKENS: dict[str, int] = {"narrator": 600, "player": 150, "auditor": 1024, "author": 4096}
-# How structured (auditor, spec-drafting) answers are asked for. ``auto`` tries the others in this
-# order, once per endpoint and model, moving on only when the server rejects the response format.
-OUTPUT_MODES: tuple[str, ...] = ("auto", "json_schema", "json_object", "prompt")
-# ``merge`` folds system prompts into the first user message, for chat templates that drop them.
-SYSTEM_PROMPT_MODES: tuple[str, ...] = ("keep", "merge")
-# Record / replay of model calls (``llm/cassette.py`` says what each mode does); pytest-recording's names.
-RECORD_MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all")
-
-
-def parse_max_tokens(items: list[str] | tuple[str, ...] | str | None) -> dict[str, int]:
-    """``["narrator=300", "auditor=800,player=100"]`` -> ``{"narrator": 300, ...}``; ValueError says what is valid."""
-    if not items:
-        return {}
-    if isinstance(items, str):
-        items = [items]
-    limits: dict[str, int] = {}
-    for item in items:
-        for part in (p.strip() for p in str(item).replace(" ", ",").split(",")):
-            if not part:
-                continue
-            role, sep, number = part.partition("=")
-            if not sep or role not in ROLES:
-                raise ValueError(f"max tokens {part!r}: expected ROLE=N with ROLE one of {', '.join(ROLES)}")
-            try:
-                limits[role] = int(number)
-            except ValueError:
-                raise ValueError(f"max tokens {part!r}: N must be a whole number >= 1") from None
-            if limits[role] < 1:
-                raise ValueError(f"max tokens {part!r}: N must be a whole number >= 1")
-    return limits
-
-
-SCHEDULE_FIELDS: tuple[str, ...] = ("pipeline", "shard")
+FINGERPRINT_FIELDS: tuple[str, ...] = (*(o.field_name for o in CONFIG_OPTIONS if o.config == FINGERPRINT),
+                                       "prompt_version")
+# How episodes are scheduled, never what they produce: left out of to_dict (results.json's config).
+SCHEDULE_FIELDS: tuple[str, ...] = tuple(o.field_name for o in CONFIG_OPTIONS if o.config == SCHEDULE)
 
 
 @dataclass(frozen=True)
@@ -61,14 +42,10 @@ class Shard:
     @classmethod
     def parse(cls, text: str) -> Shard:
         """``i/n`` with 1 <= i <= n; the message says what is expected."""
-        left, sep, right = str(text).partition("/")
         try:
-            index, count = int(left), int(right)
-        except ValueError:
-            index = count = 0
-        if not sep or count < 1 or not 1 <= index <= count:
-            raise ValueError(f"--shard {text!r}: expected i/n with 1 <= i <= n (e.g. 1/4 ... 4/4)")
-        return cls(index, count)
+            return cls(*parse_shard(text))
+        except ValueError as exc:
+            raise ValueError(f"--shard {text!r}: {exc}") from None
 
     def select(self, jobs: Sequence[tuple[Any, int]]) -> list[tuple[Any, int]]:
         """This shard's share of ``(spec, repeat)`` jobs, in the order given."""
@@ -89,66 +66,79 @@ class Shard:
 
 @dataclass
 class RunConfig:
-    """Every setting of a run, as plain strings and numbers (serialisable, shared with pytest-xdist)."""
+    """Every setting of a run, as plain strings and numbers (serialisable, shared with pytest-xdist).
 
-    narrator: str | None = None
-    narrator_model: str | None = None
-    player: str = "scripted"
-    player_model: str | None = None
-    auditor_model: str = DEFAULT_AUDITOR_MODEL
-    api_base: str | None = None
-    max_turns: int = 100
-    repeats: int = 1
-    concurrency: int = 16
-    timeout: float = 120.0           # seconds per model request
-    deadline: float | None = None    # seconds per model call with its retries (default 2.5 x timeout)
+    Defaults and validation come from the option table (``core/options.py``); the front ends build one
+    with ``from_options``."""
+
+    narrator: str | None = default("narrator")
+    narrator_model: str | None = default("narrator-model")
+    player: str = default("player")
+    player_model: str | None = default("player-model")
+    auditor_model: str = default("auditor-model")
+    api_base: str | None = default("api-base")
+    max_turns: int = default("max-turns")
+    max_response_chars: int = default("max-response-chars")
+    repeats: int = default("repeats")
+    concurrency: int = default("concurrency")
+    timeout: float = default("timeout")                     # seconds per model request
+    deadline: float | None = default("deadline")            # seconds per call with its retries (2.5 x timeout)
     max_retries: int = 4
-    concurrency_per_endpoint: int | None = None  # 1 for servers that answer one request at a time
-    max_tokens: dict[str, int] = field(default_factory=dict)  # role -> limit over DEFAULT_MAX_TOKENS
-    structured_output: str = "auto"  # one of OUTPUT_MODES
-    system_prompt: str = "keep"      # one of SYSTEM_PROMPT_MODES
-    survival_turn: int = 20
-    record_mode: str | None = None  # none | once | new_episodes | all; None: cassettes off
-    cassettes: str | None = None    # directory of cassettes
-    demo: bool = False              # every model is the bundled scripted server: figures judge no model
-    # How episodes are scheduled, never what they produce: left out of to_dict (results.json's config)
-    # so that runs differing only here compare, merge and resume as the same configuration.
-    pipeline: bool = True           # play turn t+1 while turn t is audited (--no-pipeline: sequential)
-    shard: str | None = None        # "i/n": run only this slice of the episodes (results.json says which)
+    concurrency_per_endpoint: int | None = default("concurrency-per-endpoint")
+    max_tokens: dict[str, int] = field(default_factory=lambda: default("max-tokens"))  # over DEFAULT_MAX_TOKENS
+    structured_output: str = default("structured-output")
+    system_prompt: str = default("system-prompt")
+    survival_turn: int = DEFAULT_SURVIVAL_TURN             # options.survival_turn is the rule from_options applies
+    record_mode: str | None = default("record-mode")       # None: cassettes off
+    cassettes: str | None = default("cassettes")
+    demo: bool = default("demo")  # every model is the bundled scripted server: figures judge no model
+    # How episodes are scheduled, never what they produce (SCHEDULE_FIELDS): left out of to_dict.
+    pipeline: bool = default("no-pipeline")  # play turn t+1 while turn t is audited (--no-pipeline: sequential)
+    shard: str | None = default("shard")     # "i/n": run only this slice of the episodes
 
-    def validate(self) -> list[str]:
+    @classmethod
+    def from_options(cls, options: Resolved, **overrides: Any) -> RunConfig:
+        """The settings of ``options`` (resolved by a front end), with ``overrides`` (field -> value, None
+        meaning none) on top: ``ncp demo`` names its narrator and endpoint."""
+        fields = {o.field_name: o.to_field(options[o.name]) if o.to_field else options[o.name]
+                  for o in CONFIG_OPTIONS if o.name in options.values}
+        fields.update((k, v) for k, v in overrides.items() if v is not None)
+        missing = set(fields) - {f.name for f in dataclasses.fields(cls)}
+        if missing:  # a table entry with config=... and no field here (core/options.py says how to add one)
+            raise TypeError(f"RunConfig has no field for option(s) {', '.join(sorted(missing))}: declare it, typed, "
+                            "with its default from the table")
+        if not fields.get("record_mode"):
+            fields["cassettes"] = None  # a cassette directory means nothing without a record mode
+        max_turns = fields.get("max_turns", cls.max_turns)
+        fields["survival_turn"] = survival_turn(max_turns, options.values.get("survival-turn"),
+                                                options.values.get("min-survival"))
+        if fields.get("demo"):  # the demo's scripted server answers these names, unless others were asked for
+            fields["narrator_model"] = fields.get("narrator_model") or DEMO_MODELS["narrator"]
+            if fields.get("player", cls.player) != "scripted":
+                fields["player_model"] = fields.get("player_model") or DEMO_MODELS["player"]
+            if not options.given("auditor-model"):
+                fields["auditor_model"] = DEMO_MODELS["auditor"]
+        return cls(**fields)
+
+    def validate(self, spelling: Spelling = NCP) -> list[str]:
+        """Every problem of these settings, naming each option as ``spelling`` says the user wrote it
+        (``--ncp-max-turns`` in pytest, ``--max-turns`` in ncp, the default) and saying what is valid."""
         problems = []
-        if self.player not in PLAYER_KINDS:
-            problems.append(f"unknown player {self.player!r}; valid: {', '.join(PLAYER_KINDS)}")
-        if self.player in ("adversarial", "natural") and not self.player_model:
-            problems.append(f"the {self.player} player needs a model: set the player model "
-                            "(e.g. openai/gpt-4o-mini)")
-        if self.record_mode is not None:
-            if self.record_mode not in RECORD_MODES:
-                problems.append(f"unknown record mode {self.record_mode!r}; valid: {', '.join(RECORD_MODES)}")
-            if not self.cassettes:
-                problems.append("a record mode needs a cassette directory (--cassettes DIR)")
-        if self.shard is not None:
-            try:
-                Shard.parse(self.shard)
-            except ValueError as exc:
-                problems.append(str(exc))
-        for name in ("max_turns", "repeats", "concurrency"):
-            if int(getattr(self, name)) < 1:
-                problems.append(f"{name} must be at least 1 (got {getattr(self, name)})")
-        if self.concurrency_per_endpoint is not None and self.concurrency_per_endpoint < 1:
-            problems.append(f"concurrency per endpoint must be at least 1 (got {self.concurrency_per_endpoint})")
-        if not self.timeout > 0:
-            problems.append(f"timeout must be more than 0 seconds (got {self.timeout})")
-        if self.deadline is not None and self.deadline < self.timeout:
-            problems.append(f"deadline ({self.deadline}s) must be at least the timeout ({self.timeout}s)")
-        if self.structured_output not in OUTPUT_MODES:
-            problems.append(f"unknown structured-output mode {self.structured_output!r}; valid: {', '.join(OUTPUT_MODES)}")
-        if self.system_prompt not in SYSTEM_PROMPT_MODES:
-            problems.append(f"unknown system-prompt mode {self.system_prompt!r}; valid: {', '.join(SYSTEM_PROMPT_MODES)}")
-        bad = [r for r in self.max_tokens if r not in ROLES]
-        if bad:
-            problems.append(f"max tokens for unknown role(s) {', '.join(bad)}; valid: {', '.join(ROLES)}")
+        values = {o.name: getattr(self, o.field_name) for o in CONFIG_OPTIONS}
+        for option in CONFIG_OPTIONS:
+            value = values[option.name]
+            if value is not None and option.kind != FLAG:
+                try:
+                    option.parse(value)
+                except ValueError as exc:
+                    problems.append(f"{spelling.spell(option.name)}={value!r}: {exc}")
+            problems.extend(unmet_needs(option, values, spelling))
+        if self.player in PLAYER_KINDS and self.player != "scripted" and not self.player_model:
+            problems.append(f"{spelling.spell('player')}={self.player} needs {spelling.example('player-model')}: "
+                            "a simulated player is a model (e.g. openai/gpt-4o-mini)")
+        if self.deadline is not None and self.timeout is not None and 0 < self.deadline < self.timeout:
+            problems.append(f"{spelling.spell('deadline')}={self.deadline:g} must be at least "
+                            f"{spelling.spell('timeout')}={self.timeout:g}: a call's deadline covers its requests")
         return problems
 
     def client_options(self) -> dict[str, Any]:
@@ -159,7 +149,6 @@ class RunConfig:
                 "structured_output": self.structured_output, "system_prompt": self.system_prompt}
 
     def to_dict(self) -> dict[str, Any]:
-        from ..prompts import PROMPT_VERSION
         from .redact import scrub
 
         data = asdict(self)

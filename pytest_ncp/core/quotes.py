@@ -1,10 +1,16 @@
 """The one quote matcher of the project: the auditor verifies quotes with it, reports highlight with it.
 
-A quote is found in a text after the same normalisation on both sides: Unicode compatibility forms
-(ligatures, the ellipsis character), typographic quote marks and dashes as their ASCII forms, case
-and runs of whitespace ignored. An elision (``...`` or ``…``) in a quote skips text: each piece is
-found in order. Every piece must start and end on a word boundary, so ``"the"`` is not found inside
-``"other"``. Spans are reported in the original text, so a report can mark exactly what was quoted.
+A quote is found in a text after the same normalisation on both sides, the one of
+:mod:`pytest_ncp.core.reading` (the text as a person reads it): invisible format characters removed,
+compatibility forms (ligatures, full-width letters, the ellipsis character) in their plain form,
+look-alike letters of other scripts folded to the Latin letter they imitate; then typographic quote
+marks and dashes as their ASCII forms, case and runs of whitespace ignored. So a narration that hides
+a zero-width space inside "dead", or writes it with Cyrillic letters, is quoted as "dead", as it reads.
+
+An elision (``...`` or ``…``) in a quote skips text: each piece is found in order, at most
+``MAX_ELIDED_WORDS`` words after the one before and never across a negation. Every piece must start
+and end on a word boundary, so ``"the"`` is not found inside ``"other"``. Spans are reported in the
+original text, so a report can mark exactly what was quoted.
 
 A quote that *verifies* a verdict must also be substantial (:func:`substantial`): at least
 ``MIN_QUOTE_WORDS`` words in all and no piece of a single word, unless it is the whole response
@@ -14,20 +20,28 @@ A quote that *verifies* a verdict must also be substantial (:func:`substantial`)
 from __future__ import annotations
 
 import re
-import unicodedata
+
+from .reading import match_char
+from .reading import words as _visible_words
 
 MIN_QUOTE_WORDS = 3
 
 _CHARS = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u201c": '"', "\u201d": '"',
                         "\u201e": '"', "\u2014": "-", "\u2013": "-", "\u2012": "-", "\u2010": "-", "\u2011": "-",
-                        "\u00a0": " "})
+                        "\u00a0": " ",
+                        # The prompts show a tag-like "<" in data as a guillemet (prompts.neutralise).
+                        "\u2039": "<", "\u203a": ">"})
 _ELISION = re.compile(r"\s*\.\.\.\s*")
+# An elision skips at most this many words, and never a negation: "You have ... found the letter" must
+# not verify against "You have not found the letter" (the skipped words would reverse the meaning).
+MAX_ELIDED_WORDS = 25
+_NEGATION = re.compile(r"(?<!\w)(?:not|no|never|nor|neither|none|nobody|nothing|nowhere|without|cannot)(?!\w)|n't")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _EDGE = " \"'"
 
 
 def _normalise_char(ch: str) -> str:
-    return unicodedata.normalize("NFKC", ch).translate(_CHARS).lower()
+    return match_char(ch).translate(_CHARS)
 
 
 def normalise(text: str) -> tuple[str, list[int]]:
@@ -70,6 +84,10 @@ def find_quote(quote: str, text: str) -> list[tuple[int, int]]:
         m = _pattern(piece).search(haystack, pos)
         if not m:
             return []
+        if spans:
+            skipped = haystack[pos:m.start()]
+            if len(_WORD.findall(skipped)) > MAX_ELIDED_WORDS or _NEGATION.search(skipped):
+                return []
         spans.append((where[m.start()], where[m.end() - 1] + 1))
         pos = m.end()
     return spans
@@ -81,7 +99,8 @@ def quote_in(quote: str, text: str) -> bool:
 
 
 def words(text: str) -> int:
-    return len(_WORD.findall(normalise(text)[0]))
+    """The words a person reads in ``text`` (invisible characters and symbols are no words)."""
+    return _visible_words(text)
 
 
 def substantial(quote: str, response: str) -> bool:

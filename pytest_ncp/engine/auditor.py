@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ..core.ledger import LedgerFact
 from ..llm import Completion, ModelClient
 from ..llm.structured import NoValidAnswer, ask_again, ask_json, strip_fences
-from ..prompts import PROMPT_VERSION, render
+from ..prompts import PROMPT_VERSION, call_nonce, render
 from ..core.quotes import check_quote, quote_in  # noqa: F401 - quote_in is part of this module's API
 from ..core.spec import NarrativeSpec
 
@@ -34,15 +34,17 @@ ConflictType = Literal["fact", "commitment", "player_input"]
 CONFLICT_TYPES: tuple[str, ...] = ("fact", "commitment", "player_input")
 CommitmentState = Literal["PENDING", "SATISFIED", "VIOLATED"]
 
-STEPS = ("conflict_check", "conflict_confirmation", "fact_update", "trajectory_update", "commitment_check")
+STEPS = ("conflict_check", "conflict_confirmation", "fact_update", "trajectory_update", "commitment_check",
+         "success_confirmation")
 
 
-# --- answers on the wire (extra fields allowed, the listed ones required) -------------------------
+# --- answers on the wire (exactly the listed fields; DESIGN 7.1) -----------------------------------
 
 
 class _Answer(BaseModel):
-    # strict: no lax coercion, so "no", 0 or "off" is an invalid boolean, not False.
-    model_config = ConfigDict(extra="allow", frozen=True, strict=True)
+    # strict: no lax coercion, so "no", 0 or "off" is an invalid boolean, not False. Unknown fields are
+    # refused: {"conflicts": [], "verdict": "CONFLICT", ...} is not a clean verdict with a remark.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class Conflict(_Answer):
@@ -99,6 +101,7 @@ class CommitmentCheck(_Answer):
 ANSWER_MODELS: dict[str, type[_Answer]] = {
     "conflict_check": ConflictCheck,
     "conflict_confirmation": Confirmation,
+    "success_confirmation": Confirmation,
     "fact_update": FactUpdate,
     "trajectory_update": TrajectoryUpdate,
     "commitment_check": CommitmentCheck,
@@ -119,6 +122,7 @@ WIRE_SCHEMAS: dict[str, dict[str, Any]] = {
         "type": {"type": "string", "enum": list(CONFLICT_TYPES)},
         "fact_ids": _IDS, "commitment_ids": _IDS, "quote": _STR, "explanation": _STR})}}),
     "conflict_confirmation": _obj({"confirmed": _BOOL, "explanation": _STR}),
+    "success_confirmation": _obj({"confirmed": _BOOL, "explanation": _STR}),
     "fact_update": _obj({
         "added": {"type": "array", "items": _obj({"text": _STR, "quote": _STR})},
         "negated": {"type": "array", "items": _obj({"fact_id": _STR, "quote": _STR})}}),
@@ -156,6 +160,7 @@ class TurnContext:
 class ConfirmedConflict:
     conflict: Conflict
     confirmation: Confirmation
+    status: str = "verified"  # see TurnAudit.flag_status
 
 
 @dataclass
@@ -165,6 +170,11 @@ class TurnAudit:
     turn: int
     flagged: list[Conflict] = field(default_factory=list)
     confirmations: list[Confirmation] = field(default_factory=list)
+    # Per flag: "verified" (its quote occurs in the response), "unverified" (still not found after the
+    # auditor was asked to repair it) or "withdrawn" (dropped from a later answer after its quote was
+    # refused). Unverified and withdrawn flags go to confirmation all the same: a retry never lets a flag
+    # vanish unrecorded (issue 19).
+    flag_status: list[str] = field(default_factory=list)
     fact_update: FactUpdate | None = None
     trajectory: TrajectoryUpdate | None = None  # None when the trajectory is already complete
     commitments: CommitmentCheck | None = None  # None when nothing is pending
@@ -173,25 +183,35 @@ class TurnAudit:
     step_errors: dict[str, str] = field(default_factory=dict)
     # Answers that failed parsing or verification (each later retried): {step, answer, problems, ...}.
     rejected_answers: list[dict[str, Any]] = field(default_factory=list)
+    # The second look at a turn that would end the episode in success (Episode._success_confirmed).
+    success_confirmation: Confirmation | None = None
+
+    def _judged(self) -> list[ConfirmedConflict]:
+        return [ConfirmedConflict(c, v, self.status_of(i)) for i, (c, v) in enumerate(zip(self.flagged, self.confirmations))]
 
     @property
     def confirmed(self) -> list[ConfirmedConflict]:
-        return [ConfirmedConflict(c, v) for c, v in zip(self.flagged, self.confirmations) if v.confirmed]
+        return [j for j in self._judged() if j.confirmation.confirmed]
 
     @property
     def rejected(self) -> list[ConfirmedConflict]:
-        return [ConfirmedConflict(c, v) for c, v in zip(self.flagged, self.confirmations) if not v.confirmed]
+        return [j for j in self._judged() if not j.confirmation.confirmed]
+
+    def status_of(self, index: int) -> str:
+        return self.flag_status[index] if index < len(self.flag_status) else "verified"
 
     def verdicts(self) -> dict[str, Any]:
         """Plain data of every verdict (what traces store and snapshots compare)."""
         return {
             "turn": self.turn,
             "conflict_check": {"conflicts": [c.model_dump() for c in self.flagged]},
+            **({"flag_status": list(self.flag_status)} if any(x != "verified" for x in self.flag_status) else {}),
             "conflict_confirmation": [v.model_dump() for v in self.confirmations],
             "fact_update": self.fact_update.model_dump() if self.fact_update else None,
             "trajectory_update": self.trajectory.model_dump() if self.trajectory else None,
             "commitment_check": self.commitments.model_dump() if self.commitments else None,
             **({"step_errors": dict(self.step_errors)} if self.step_errors else {}),
+            **({"success_confirmation": self.success_confirmation.model_dump()} if self.success_confirmation else {}),
         }
 
 
@@ -243,7 +263,7 @@ class LLMAuditor:
         base = self._variables(ctx)
 
         jobs: dict[str, Any] = {
-            "conflict_check": self._ask("conflict_check", audit, **base),
+            "conflict_check": self._check_conflicts(audit, base),
             "fact_update": self._ask("fact_update", audit, **base),
         }
         if node is not None:
@@ -255,20 +275,30 @@ class LLMAuditor:
         check = results["conflict_check"]
         if isinstance(check, BaseException):
             raise check
-        audit.flagged = list(check.conflicts)
-        if audit.flagged:
+        flags, unresolved = check
+        audit.flagged, audit.flag_status = [f for f, _ in flags], [status for _, status in flags]
+        if flags:
             confirmations = await _gather({
-                str(i): self._ask("conflict_confirmation", audit, conflict=c, **base)
-                for i, c in enumerate(audit.flagged)
+                str(i): self._ask("conflict_confirmation", audit, **{
+                    **base, "conflict": c, "unverified": status != "verified", "withdrawn": status == "withdrawn",
+                    "nonce": call_nonce(ctx.previous_response, ctx.player_input, ctx.response, c.quote,
+                                        c.explanation)})
+                for i, (c, status) in enumerate(flags)
             })
-            answered = [(c, confirmations[str(i)]) for i, c in enumerate(audit.flagged)]
-            failed_confirmations = {f"conflict_confirmation[{i}]": v for i, (_, v) in enumerate(answered)
+            answered = [(c, status, confirmations[str(i)]) for i, (c, status) in enumerate(flags)]
+            failed_confirmations = {f"conflict_confirmation[{i}]": v for i, (_, _, v) in enumerate(answered)
                                     if isinstance(v, BaseException)}
-            kept = [(c, v) for c, v in answered if not isinstance(v, BaseException)]
-            if failed_confirmations and not any(v.confirmed for _, v in kept):
+            kept = [(c, status, v) for c, status, v in answered if not isinstance(v, BaseException)]
+            if failed_confirmations and not any(v.confirmed for _, _, v in kept):
                 raise next(iter(failed_confirmations.values()))
-            audit.flagged, audit.confirmations = [c for c, _ in kept], [v for _, v in kept]
+            audit.flagged = [c for c, _, _ in kept]
+            audit.flag_status = [status for _, status, _ in kept]
+            audit.confirmations = [v for _, _, v in kept]
             results = {**results, **failed_confirmations}
+        if unresolved is not None and not audit.confirmed:
+            # The check never gave a fully valid answer and no flag it raised was confirmed: an unknown
+            # outcome, never a pass.
+            raise unresolved
         failed = {step: r for step, r in results.items() if isinstance(r, BaseException)}
         if failed and not audit.confirmed:
             raise next(iter(failed.values()))
@@ -284,12 +314,88 @@ class LLMAuditor:
         return {
             "spec": ctx.spec, "ctx": ctx, "facts": list(ctx.facts), "node_index": ctx.node_index,
             "commitments": [self._commitment_view(c, ctx) for c in ctx.spec.all_commitments],
+            # The delimiter code of the turn's data blocks (see prompts.call_nonce).
+            "nonce": call_nonce(ctx.previous_response, ctx.player_input, ctx.response),
         }
 
     @staticmethod
     def _commitment_view(c: Any, ctx: TurnContext) -> dict[str, Any]:
         return {"id": c.id, "kind": c.kind, "text": c.text, "before": c.before, "after": c.after,
                 "state": ctx.commitment_states.get(c.id, "PENDING")}
+
+    async def confirm_success(self, ctx: TurnContext, claims: Sequence[tuple[Any, str]]) -> Confirmation:
+        """Whether the response really completes the story: every achievement in ``claims`` (commitment,
+        the evidence its satisfaction rests on) accomplished as the narration shows it. One call, like a
+        conflict's confirmation; an invalid answer after the retries is an AuditorError, never a success."""
+        audit = TurnAudit(turn=ctx.turn)
+        base = self._variables(ctx)
+        evidence = [e for _, e in claims]
+        base["nonce"] = call_nonce(ctx.previous_response, ctx.player_input, ctx.response, *evidence)
+        return await self._ask("success_confirmation", audit, **base,
+                               claims=[{"id": c.id, "text": c.text, "evidence": e} for c, e in claims])
+
+    async def _check_conflicts(self, audit: TurnAudit, base: dict[str, Any]) -> tuple[
+            list[tuple[Conflict, str]], AuditorError | None]:
+        """The conflict check, whose retries repair flags instead of letting them go.
+
+        A flag that names valid ids is remembered from the first answer that raises it. When its quote does
+        not occur in the response, the next attempt asks to repair that quote for that flag (and to keep every
+        other flag). Flags whose quote is still not found are returned "unverified", flags a later answer
+        dropped "withdrawn": both go to confirmation. Returns the flags with their status and, when no
+        attempt gave a fully valid answer, the AuditorError that stands unless a flag is confirmed.
+        """
+        ctx: TurnContext = base["ctx"]
+        messages = render("conflict_check", **base)
+        raised: dict[tuple[Any, ...], tuple[Conflict, bool]] = {}  # flag key -> (latest version, verified)
+        final: set[tuple[Any, ...]] | None = None
+        answers: list[str] = []
+        problems: list[str] = []
+        for attempt in range(1, self.max_attempts + 1):
+            completion = await self.client.complete(
+                "auditor", self.model, messages, step="conflict_check", response_format=response_format("conflict_check"),
+                temperature=self.temperature)
+            audit.calls.append(completion)
+            answers.append(completion.text)
+            answer, problems = decode_answer("conflict_check", completion.text)
+            repairs: list[str] = []
+            if answer is not None:
+                for i, c in enumerate(answer.conflicts):
+                    id_problems, quote_problem = _flag_problems(c, i, ctx)
+                    problems += id_problems
+                    if quote_problem:
+                        problems.append(quote_problem)
+                    if id_problems:
+                        continue
+                    key = _flag_key(c)
+                    if quote_problem:
+                        repairs.append(f"conflicts[{i}] ({_flag_name(c)})")
+                    if key not in raised or not raised[key][1]:
+                        raised[key] = (c, quote_problem is None)
+            if not problems and answer is not None:
+                final = {_flag_key(c) for c in answer.conflicts}
+                break
+            if completion.truncated:
+                problems = [*problems, f"the answer was cut at max_tokens={completion.max_tokens} "
+                                       "(finish_reason=length); raise the auditor's limit (--max-tokens auditor=N)"]
+            audit.rejected_answers.append({"step": "conflict_check", "attempt": attempt, "answer": completion.text,
+                                           "problems": list(problems), "finish_reason": completion.finish_reason,
+                                           "output_mode": completion.output_mode})
+            hint = (" Repair the quote of " + " and of ".join(repairs) + ": copy the exact words of the narrator's "
+                    "response that show the conflict. Do not drop a conflict because its quote was wrong, and keep "
+                    "every other conflict as it was." if repairs else "")
+            messages = _RETRY(messages, completion, [*problems, hint.strip()] if hint else problems)
+        flags: list[tuple[Conflict, str]] = []
+        for key, (conflict, verified) in raised.items():
+            if final is not None and key not in final:
+                flags.append((conflict, "withdrawn"))
+            elif final is not None or verified:
+                flags.append((conflict, "verified" if verified else "unverified"))
+            else:
+                flags.append((conflict, "unverified"))
+        unresolved = None if final is not None else AuditorError("conflict_check", problems, answers)
+        if unresolved is not None and not flags:
+            raise unresolved
+        return flags, unresolved
 
     async def _ask(self, step: str, audit: TurnAudit, **variables: Any) -> Any:
         ctx: TurnContext = variables["ctx"]
@@ -348,10 +454,28 @@ def parse_answer(step: str, text: str, ctx: TurnContext) -> tuple[Any | None, li
     return (None, problems) if problems else (answer, [])
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _DuplicateKey(key)
+        seen[key] = value
+    return seen
+
+
 def decode_answer(step: str, text: str) -> tuple[Any | None, list[str]]:
-    """The strict half of parsing (JSON, then the step's typed model), the same for every output mode."""
+    """The strict half of parsing (JSON, then the step's typed model), the same for every output mode.
+
+    A key given twice is refused (plain JSON keeps the last one, so {"conflicts": [...], "conflicts": []}
+    would read as clean), and so is any field the step does not define."""
     try:
-        data = json.loads(strip_fences(text))
+        data = json.loads(strip_fences(text), object_pairs_hook=_no_duplicate_keys)
+    except _DuplicateKey as exc:
+        return None, [f"the key {exc.args[0]!r} is given more than once"]
     except (json.JSONDecodeError, TypeError) as exc:
         return None, [f"not valid JSON ({exc.msg if hasattr(exc, 'msg') else exc})"]
     if not isinstance(data, dict):
@@ -375,20 +499,8 @@ def _verify(step: str, answer: Any, ctx: TurnContext) -> list[str]:
 
     if isinstance(answer, ConflictCheck):
         for i, c in enumerate(answer.conflicts):
-            where = f"conflicts[{i}]"
-            unknown_f = [f for f in c.fact_ids if f not in active]
-            unknown_c = [x for x in c.commitment_ids if x not in commitments]
-            if unknown_f:
-                problems.append(f"{where}: fact_ids {unknown_f} name no active ledger fact")
-            if unknown_c:
-                problems.append(f"{where}: commitment_ids {unknown_c} name no commitment")
-            if c.type == "fact" and not c.fact_ids:
-                problems.append(f"{where}: a fact conflict must name the ledger fact ids it contradicts")
-            if c.type == "commitment" and not c.commitment_ids:
-                problems.append(f"{where}: a commitment conflict must name the commitment ids it breaks")
-            if c.type == "player_input" and ctx.player_input is None:
-                problems.append(f"{where}: there is no player input at the opening turn")
-            quote(c.quote, where)
+            id_problems, quote_problem = _flag_problems(c, i, ctx)
+            problems += id_problems + ([quote_problem] if quote_problem else [])
     elif isinstance(answer, FactUpdate):
         for i, a in enumerate(answer.added):
             if not a.text.strip():
@@ -408,3 +520,35 @@ def _verify(step: str, answer: Any, ctx: TurnContext) -> list[str]:
         if answer.trigger_event_occurred or answer.key_delta_occurred:
             quote(answer.evidence, "evidence")
     return problems
+
+
+def _flag_problems(c: Conflict, i: int, ctx: TurnContext) -> tuple[list[str], str | None]:
+    """What is wrong with one flag: its ids (the flag cannot stand) and its quote (it can be repaired)."""
+    where = f"conflicts[{i}]"
+    active = {f.id for f in ctx.facts}
+    commitments = {x.id for x in ctx.spec.all_commitments}
+    problems = []
+    unknown_f = [f for f in c.fact_ids if f not in active]
+    unknown_c = [x for x in c.commitment_ids if x not in commitments]
+    if unknown_f:
+        problems.append(f"{where}: fact_ids {unknown_f} name no active ledger fact")
+    if unknown_c:
+        problems.append(f"{where}: commitment_ids {unknown_c} name no commitment")
+    if c.type == "fact" and not c.fact_ids:
+        problems.append(f"{where}: a fact conflict must name the ledger fact ids it contradicts")
+    if c.type == "commitment" and not c.commitment_ids:
+        problems.append(f"{where}: a commitment conflict must name the commitment ids it breaks")
+    if c.type == "player_input" and ctx.player_input is None:
+        problems.append(f"{where}: there is no player input at the opening turn")
+    quote_problem = check_quote(c.quote, ctx.response)
+    return problems, f"{where}: {quote_problem}" if quote_problem else None
+
+
+def _flag_key(c: Conflict) -> tuple[Any, ...]:
+    """What makes two answers' flags the same flag: its type and the ids it names."""
+    return (c.type, tuple(sorted(c.fact_ids)), tuple(sorted(c.commitment_ids)))
+
+
+def _flag_name(c: Conflict) -> str:
+    ids = ", ".join([*c.fact_ids, *c.commitment_ids])
+    return f"the {c.type} conflict" + (f" naming {ids}" if ids else "")

@@ -17,11 +17,14 @@ from pathlib import Path
 from typing import IO, Any, Callable, Sequence
 
 from .auditor import Auditor, AuditorError, CommitmentState, TurnAudit, TurnContext
-from ..core.config import episode_key, episode_name
+from ..core.config import DEFAULT_MAX_RESPONSE_CHARS, episode_key, episode_name
 from ..core.ledger import FactLedger
 from ..llm import Completion, ModelClient, ModelError, Usage, current_episode, current_usage, scrub
 from .narrators import Narrator, NarratorContext, accepts_argument, call_maybe_async
 from .players import Player, PlayerView
+from ..core.quotes import words
+from ..core.reading import read
+from ..core.safe_text import one_line
 from ..prompts import PROMPT_VERSION
 from ..core.spec import NarrativeSpec
 from ..core.traces import read_trace
@@ -57,11 +60,15 @@ class Failure:
     quote: str
     explanation: str
     confirmation: str
+    # False when the flag's quote never occurred in the response (or the auditor withdrew the flag) and the
+    # confirmation, told so, still confirmed it from the response read in full.
+    quote_verified: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {"turn": self.turn, "type": self.type, "fact_ids": self.fact_ids,
                 "commitment_ids": self.commitment_ids, "quote": self.quote,
-                "explanation": self.explanation, "confirmation": self.confirmation}
+                "explanation": self.explanation, "confirmation": self.confirmation,
+                "quote_verified": self.quote_verified}
 
 
 @dataclass(frozen=True)
@@ -142,6 +149,21 @@ class EpisodeResult:
     def verdicts(self) -> list[dict[str, Any]]:
         return [a.verdicts() for a in self.audits]
 
+    def flag_counts(self) -> dict[str, int]:
+        """Flags the conflict check raised over the episode, and what became of the doubtful ones: a flag
+        whose quote was never verified, or that the auditor withdrew on a retry, is counted, never dropped."""
+        counts = {"raised": 0, "confirmed": 0, "unverified": 0, "unverified_confirmed": 0, "withdrawn": 0,
+                  "withdrawn_confirmed": 0}
+        for audit in self.audits:
+            for i, confirmation in enumerate(audit.confirmations):
+                status = audit.status_of(i)
+                counts["raised"] += 1
+                counts["confirmed"] += confirmation.confirmed
+                if status != "verified":
+                    counts[status] += 1
+                    counts[f"{status}_confirmed"] += confirmation.confirmed
+        return counts
+
     def ledger_diff(self) -> str:
         last = self.failure.turn if self.failure else self.turns
         return self.ledger.diff(0, last)
@@ -161,6 +183,7 @@ class EpisodeResult:
             "speculative": {"calls": self.speculative.calls, "tokens": self.speculative.tokens,
                             "cost_usd": round(self.speculative.cost_usd, 8)},
             "truncated_calls": len(self.usage.truncated), "structured_output": dict(self.usage.output_modes),
+            "flags": self.flag_counts(),
             **({"fork": dict(self.fork)} if self.fork else {}),
         }
 
@@ -185,6 +208,7 @@ class EpisodeResult:
             result.audits.append(TurnAudit(
                 turn=r["turn"],
                 flagged=[Conflict.model_validate(c) for c in v["conflict_check"]["conflicts"]],
+                flag_status=list(v.get("flag_status") or []),
                 confirmations=[Confirmation.model_validate(c) for c in v["conflict_confirmation"]],
                 fact_update=FactUpdate.model_validate(v["fact_update"]) if v.get("fact_update") else None,
                 trajectory=TrajectoryUpdate.model_validate(v["trajectory_update"]) if v.get("trajectory_update") else None,
@@ -251,6 +275,9 @@ class Episode:
     auditor: Auditor
     max_turns: int = 100
     repeat: int = 0
+    # A longer response is the narrator's error before any audit call (issue 19): padded past the
+    # auditor's context window it would otherwise become a model error, outside survival.
+    max_response_chars: int = DEFAULT_MAX_RESPONSE_CHARS
     client: ModelClient | None = None
     narrator_model: str | None = None
     trace_path: str | Path | None = None
@@ -349,7 +376,7 @@ class Episode:
             self._mark(turn, self.start.player_input)
             played = await self._play(turn, tuple(history), player_input=self.start.player_input)
         elif (opening := await self._guard("narrator", self._opening, history)) is not None:
-            _check_response(opening, "opening()")
+            _check_response(opening, "opening()", self.max_response_chars)
             played, turn = (None, str(opening)), 0
         else:
             self._mark(1)
@@ -388,7 +415,7 @@ class Episode:
         try:
             response = await self._guard("narrator", call_maybe_async, self.narrator.respond,
                                          player_input, self._context(turn, list(history)))
-            _check_response(response, "respond()")
+            _check_response(response, "respond()", self.max_response_chars)
         except _EpisodeError as exc:
             exc.player_input = player_input  # the evidence of the errored turn, also when played ahead
             raise
@@ -441,7 +468,14 @@ class Episode:
         audit = await self._guard("auditor", self.auditor.audit, ctx)
         result.transcript.append(Turn(turn, player_input, response))
         result.audits.append(audit)
+        before = (dict(result.commitment_states), result.node_index, len(result.nodes), result.trigger_turn)
         end = self._apply(result, audit, turn)
+        if end is Termination.SUCCESS and not await self._success_confirmed(ctx, audit, result, before[0]):
+            # The confirmation found the story not done: what this turn satisfied or reached is undone (its
+            # facts stay: they were verified), and the episode goes on.
+            result.commitment_states, result.node_index, result.trigger_turn = before[0], before[1], before[3]
+            del result.nodes[before[2]:]
+            end = None
         history.append((player_input or "", response))
         if trace:
             trace.write(
@@ -453,6 +487,7 @@ class Episode:
                 auditor_calls=[_call_record(c) for c in audit.calls],
                 rejected_answers=list(getattr(audit, "rejected_answers", [])),
                 truncated_calls=result.usage.truncated[self._truncated_mark:],
+                **_reading_flags(player_input, response),
             )
         self._truncated_mark = len(result.usage.truncated)
         if self.on_turn is not None:
@@ -465,7 +500,7 @@ class Episode:
             result.turns = turn
         confirmed = audit.confirmed
         if confirmed:
-            first = confirmed[0]
+            first = next((c for c in confirmed if c.status == "verified"), confirmed[0])  # cite a verified quote
             for c in confirmed:
                 for cid in c.conflict.commitment_ids if c.conflict.type == "commitment" else ():
                     result.commitment_states[cid] = "VIOLATED"
@@ -473,6 +508,7 @@ class Episode:
                 turn=turn, type=first.conflict.type, fact_ids=list(first.conflict.fact_ids),
                 commitment_ids=list(first.conflict.commitment_ids), quote=first.conflict.quote,
                 explanation=first.conflict.explanation, confirmation=first.confirmation.explanation,
+                quote_verified=first.status == "verified",
             )
             return Termination(f"conflict:{first.conflict.type}")
         # No confirmed conflict: the turn's fact update is committed.
@@ -486,13 +522,30 @@ class Episode:
         states = result.commitment_states
         if audit.commitments:
             for s in audit.commitments.satisfied:
-                if states.get(s.commitment_id) == "PENDING" and self.spec.commitment(s.commitment_id).kind != "invariant":
+                if states.get(s.commitment_id) == "PENDING" and self._claimable(s.commitment_id):
                     states[s.commitment_id] = "SATISFIED"
         self._derive_satisfaction(result)
         achievements = [c.id for c in self.spec.achievements]
         if achievements and all(states[c] == "SATISFIED" for c in achievements):
             return Termination.SUCCESS
         return None
+
+    async def _success_confirmed(self, ctx: TurnContext, audit: TurnAudit, result: EpisodeResult,
+                                 states_before: dict[str, CommitmentState]) -> bool:
+        """A success ends the episode, so it is confirmed like a conflict (issue 19): a second auditor call
+        reads the response and the achievements this turn completed. An auditor without ``confirm_success``
+        (a custom one) is taken at its word."""
+        confirm = getattr(self.auditor, "confirm_success", None)
+        if not callable(confirm):
+            return True
+        done = [c for c in self.spec.achievements
+                if result.commitment_states[c.id] == "SATISFIED" and states_before.get(c.id) != "SATISFIED"]
+        evidence = {s.commitment_id: s.evidence for s in (audit.commitments.satisfied if audit.commitments else [])}
+        trajectory = audit.trajectory.evidence if audit.trajectory else ""
+        claims = [(c, evidence.get(c.id) or trajectory) for c in done]
+        confirmation = await self._guard("auditor", confirm, ctx, claims)
+        audit.success_confirmation = confirmation
+        return bool(confirmation.confirmed)
 
     def _advance(self, result: EpisodeResult, audit: TurnAudit, turn: int) -> None:
         """Step 3: the current node's trigger is remembered from the turn it happened; the node is reached
@@ -507,6 +560,15 @@ class Episode:
             result.nodes.append({"id": node.id, "trigger_turn": result.trigger_turn, "reached_turn": turn})
             result.node_index += 1
             result.trigger_turn = None
+
+    def _claimable(self, commitment_id: str) -> bool:
+        """Whether the commitment check's word can satisfy a commitment: never an invariant, and never one
+        that names trajectory nodes, which is satisfied when the story reaches them (``_derive_satisfaction``)
+        and not before: a narrator that writes an achievement's own words at turn 1 has not told the story."""
+        c = self.spec.commitment(commitment_id)
+        nodes = {n.id for n in self.spec.trajectory}
+        named = {*c.depends_on, c.before, c.after} & nodes
+        return c.kind != "invariant" and not named
 
     def _derive_satisfaction(self, result: EpisodeResult) -> None:
         """Commitments the trajectory itself fulfils: an ordering once its `after` node is reached (nodes
@@ -582,12 +644,29 @@ def _model_error_in(exc: BaseException) -> ModelError | None:
     return None
 
 
-def _check_response(response: Any, where: str) -> None:
-    # A narrator that answers nothing failed its turn: its fault, never an unknown outcome.
+def _check_response(response: Any, where: str, max_chars: int = DEFAULT_MAX_RESPONSE_CHARS) -> None:
+    """What the narrator answered must be narration a person can read: its fault otherwise, never an unknown.
+
+    No words after invisible characters are removed ("…", "* * *", emoji, zero-width spaces) cannot be
+    quoted, so no auditor could convict it; over ``max_chars`` it would not fit the auditor's window."""
     if not isinstance(response, str):
         raise _EpisodeError(ErrorInfo("narrator", f"{where} returned {type(response).__name__}, expected str"))
     if not response.strip():
         raise _EpisodeError(ErrorInfo("narrator", f"{where} returned an empty response"))
+    if words(response) == 0:
+        raise _EpisodeError(ErrorInfo("narrator", f"{where} returned no words a reader can read "
+                                                  f"({one_line(response, 60)!r}): nothing to audit"))
+    if len(response) > max_chars:
+        raise _EpisodeError(ErrorInfo("narrator", f"{where} returned {len(response):,} characters, over the limit "
+                                                  f"of {max_chars:,} (--max-response-chars)"))
+
+
+def _reading_flags(player_input: str | None, response: str) -> dict[str, Any]:
+    """What reading the turn's text as a person does changed (invisible characters, look-alike letters,
+    words mixing scripts): recorded in the trace, so text hidden from the reader is visible to a reviewer."""
+    flags = {name: read(text).flags() for name, text in (("player_input", player_input), ("response", response))}
+    flags = {name: f for name, f in flags.items() if f}
+    return {"reading": flags} if flags else {}
 
 
 def format_traceback(exc: BaseException) -> str:
@@ -616,7 +695,6 @@ def summarize(results: Sequence[EpisodeResult]) -> str:
 
 
 def episode_line(r: EpisodeResult) -> str:
-    from ..core.safe_text import one_line
 
     what = r.termination.value
     if r.failure:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Awaitable, Protocol, Sequence, runtime_checkable
 
 from ..core.config import PLAYER_KINDS
-from ..prompts import render, untrusted
+from ..prompts import call_nonce, data_block, render
 
 if TYPE_CHECKING:
     from ..llm import ModelClient
@@ -76,12 +76,14 @@ class SimulatedPlayer:
         self.persona, self.model, self.client, self.temperature = persona, model, client, temperature
 
     async def next_input(self, view: PlayerView) -> str | None:
+        history = list(view.history)[-self.window:]
+        # One delimiter code for the call's narrations (prompts.call_nonce): no narration can close its block.
+        nonce = call_nonce(*(narration for _, narration in history))
         messages = render(f"player_{self.persona}", default_role="system", player=view.player)
-        for said, narration in list(view.history)[-self.window:]:
+        for said, narration in history:
             if said:
                 messages.append({"role": "assistant", "content": said})
-            messages.append({"role": "user", "content":
-                             f"<narration>\n{untrusted(narration, 'narration')}\n</narration>"})
+            messages.append({"role": "user", "content": data_block(narration, "narration", nonce)})
         if len(messages) == 1:
             messages.append({"role": "user", "content": "The story begins. What do you do?"})
         completion = await self.client.complete("player", self.model, messages, temperature=self.temperature)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..core.config import RunConfig, episode_key, episode_name
+from ..core.options import default
 from .players import PlayerView, ReplayPlayer
 from ..analysis.results import load_results, results_path
 from ..core.traces import RunFileError, find_spec_file, read_trace, resolve_trace
@@ -216,8 +217,8 @@ class ReauditConfig(RunConfig):
 
 
 def reaudit_config(recorded: Sequence[RecordedEpisode], source_config: dict[str, Any] | None, *,
-                   source: str | Path, auditor_model: str, api_base: str | None, concurrency: int = 16,
-                   timeout: float = 120.0) -> ReauditConfig:
+                   source: str | Path, auditor_model: str, api_base: str | None,
+                   concurrency: int = default("concurrency"), timeout: float = default("timeout")) -> ReauditConfig:
     """The new run's settings: the source's narrator, player and limits, the new auditor."""
     src = dict(source_config or (recorded[0].config if recorded else {}))
     return ReauditConfig(

@@ -103,7 +103,8 @@ class Runner:
         trace = self.out_dir / "traces" / f"{episode_key(spec.id, repeat)}.jsonl" if self.out_dir else None
         return Episode(
             spec=spec, narrator=self.narrator_factory(), player=self.player_factory(spec), auditor=self.auditor,
-            max_turns=self.config.max_turns, repeat=repeat, client=self.client, on_turn=self._turn_done,
+            max_turns=self.config.max_turns, max_response_chars=self.config.max_response_chars, repeat=repeat,
+            client=self.client, on_turn=self._turn_done,
             narrator_model=self.config.narrator_model, trace_path=trace, config=self.config.to_dict(),
             pipeline=self.config.pipeline,
         )

@@ -19,6 +19,7 @@ from .core import (
     CONTENT_STOPWORDS, NAME_STOPWORDS, NEGATIONS, Context, LintFinding, content_words, jaccard, name_keys,
     proper_names, spec_lexicon,
 )
+from .shown import SHOWN_CHECKS, SHOWN_RULES
 from .story import STORY_CHECKS, STORY_RULES
 from .structure import DUPLICATE_THRESHOLD, STRUCTURE_CHECKS, STRUCTURE_RULES
 
@@ -30,8 +31,8 @@ __all__ = [
     "content_words", "jaccard", "lint_paths", "lint_spec", "name_keys", "proper_names", "spec_lexicon",
 ]
 
-RULES: dict[str, str] = {**STRUCTURE_RULES, **STORY_RULES}
-_CHECKS = (*STRUCTURE_CHECKS, *STORY_CHECKS)
+RULES: dict[str, str] = {**STRUCTURE_RULES, **STORY_RULES, **SHOWN_RULES}
+_CHECKS = (*STRUCTURE_CHECKS, *STORY_CHECKS, *SHOWN_CHECKS)
 
 
 def lint_spec(spec: NarrativeSpec) -> list[LintFinding]:

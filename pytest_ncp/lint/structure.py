@@ -114,7 +114,7 @@ def _unsatisfiable_achievements(cx: Context) -> list[LintFinding]:
     return out
 
 
-def _story_inputs(cx: Context) -> int:
+def story_inputs(cx: Context) -> int:
     """How many scripted inputs play the trajectory: up to the last one that uses a word only the
     final node uses (the rest keep playing in the world the story left); all of them when none does."""
     spec = cx.spec
@@ -130,7 +130,7 @@ def _scripted_input_foresight(cx: Context) -> list[LintFinding]:
     inputs, nodes = spec.scripted_inputs, len(spec.trajectory)
     known = forms(cx.player_tokens) | cx.name_forms(spec.player.briefing, *(f.text for f in spec.initial_facts))
     out = []
-    story = _story_inputs(cx)
+    story = story_inputs(cx)
     for i, text in enumerate(inputs):
         # Input i of the `story` inputs that play the trajectory is played roughly while node
         # floor(i * nodes / story) is current (the inputs after them play on past the last node); one

@@ -20,6 +20,8 @@ from typing import Any, Awaitable, Callable
 from urllib.parse import urlsplit
 
 from ..core.config import DEFAULT_MAX_TOKENS, OUTPUT_MODES, SYSTEM_PROMPT_MODES
+from ..core.options import default
+from ..core.redact import scrub, url_secrets
 from .litellm_path import import_litellm, litellm_call
 from .request import merge_system_prompt, request_params, shape_structured
 from .types import Completion, ModelError, Role, Usage, current_usage
@@ -104,16 +106,16 @@ class ModelClient:
 
     api_base: str | None = None
     api_key: str | None = None
-    timeout: float = 120.0
+    timeout: float = default("timeout")  # the run options' defaults (core/options.py)
     deadline: float | None = None
     max_retries: int = 4
     backoff: float = 0.5
     max_backoff: float = 30.0
-    concurrency: int = 16
+    concurrency: int = default("concurrency")
     concurrency_per_endpoint: int | None = None
     max_tokens: dict[str, int] = field(default_factory=dict)  # role -> limit, over DEFAULT_MAX_TOKENS
-    structured_output: str = "auto"
-    system_prompt: str = "keep"
+    structured_output: str = default("structured-output")
+    system_prompt: str = default("system-prompt")
     transport: Transport | None = None
     lean: bool = field(default_factory=lambda: os.environ.get("NCP_LEAN_CALLS", "1") != "0")
     usage: Usage = field(default_factory=Usage)
@@ -284,8 +286,10 @@ class ModelClient:
                     retryable, why = False, f" (call deadline of {self.call_deadline:g}s reached)"
                 if not retryable or attempt > self.max_retries:
                     raise ModelError(
-                        f"{role} call to {model} failed after {attempt} attempt(s) at {where}{why}: "
-                        f"{_describe_failure(exc, where, request.get('timeout'))}",
+                        # An HTTP library's message may echo the URL or the key: scrubbed with both.
+                        scrub(f"{role} call to {model} failed after {attempt} attempt(s) at {where}{why}: "
+                              f"{_describe_failure(exc, where, request.get('timeout'))}",
+                              extra=(self.api_key, *url_secrets(self.api_base))),
                         role=role, model=model, status=status, attempts=attempt, endpoint=where,
                         rejects_format=rejects_format,
                     ) from None

@@ -46,11 +46,13 @@ def shape_structured(request: dict[str, Any], response_format: dict[str, Any], m
         messages = [dict(m) for m in request["messages"]]
         instruction = ("Answer with one JSON object and nothing else (no prose, no code fence). "
                        "It must follow this JSON Schema:\n" + json.dumps(schema, separators=(",", ":")))
-        last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
-        if last_user is None:
-            messages.append({"role": "user", "content": instruction})
+        # Before the data, never after it: text that comes after the narration is where an injected
+        # instruction would sit, so the instructions end where the data begins (issue 19).
+        first = messages[0] if messages and messages[0].get("role") in ("system", "user") else None
+        if first is None:
+            messages.insert(0, {"role": "system", "content": instruction})
         else:
-            last_user["content"] = f"{last_user.get('content') or ''}\n\n{instruction}"
+            first["content"] = f"{first.get('content') or ''}\n\n{instruction}"
         shaped["messages"], shaped["response_format"] = messages, None
     else:
         raise ValueError(f"unknown structured-output mode {mode!r}; valid: {', '.join(OUTPUT_MODES[1:])}")

@@ -1,25 +1,57 @@
-"""Versioned prompt templates (package data). Bump PROMPT_VERSION whenever a template's meaning changes:
-it is recorded in every trace and results file, so verdicts from different prompt versions are never mixed
-up silently."""
+"""Versioned prompt templates (package data). Bump PROMPT_VERSION (``core/config.py``, beside the other
+settings a run records) whenever a template's meaning changes: it is recorded in every trace and results
+file, so verdicts from different prompt versions are never mixed up silently."""
 
 from __future__ import annotations
 
-PROMPT_VERSION = "ncp-prompts/3"  # 2: the trajectory step is told when the trigger already happened; 3: quotes
-# and evidence must be substantial verbatim spans, the confirmation step sees the trajectory
-
-
+import hashlib
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from ..core.config import PROMPT_VERSION  # noqa: F401 - re-exported: where the prompts say their version
+from ..core.reading import read
 
 HERE = Path(__file__).parent
 USER_MARKER = "---- user ----"
 
 
 def untrusted(text: Any, tag: str) -> str:
-    """Neutralise anything in untrusted text that could close the tag delimiting it."""
-    text = "" if text is None else str(text)
-    return text.replace(f"</{tag}", f"<\\/{tag}").replace(f"<{tag}", f"<\\{tag}")
+    """Neutralise anything in untrusted text that could close the tag delimiting it (any tag, in any case).
+
+    Kept for templates of users' own narrators; the audit prompts use :func:`data_block`."""
+    return neutralise("" if text is None else str(text))
+
+
+# "<" that starts something shaped like a tag (an opening or closing one, any name, any case, spaces
+# allowed): shown as a single guillemet, so no data can open or close a block of the prompt. The quote
+# matcher reads the guillemet as "<", so a quote copied from the prompt still verifies.
+_TAG_START = re.compile(r"<(?=\s*/?\s*[^\W\d])")
+
+
+def neutralise(text: str) -> str:
+    return _TAG_START.sub("\u2039", text)
+
+
+def shown(text: Any) -> str:
+    """Untrusted text as a prompt shows it: as a person reads it (invisible characters removed, look-alike
+    letters folded; :mod:`pytest_ncp.core.reading`), with every tag-like ``<`` neutralised."""
+    return neutralise(read(None if text is None else str(text)).text)
+
+
+def call_nonce(*texts: Any) -> str:
+    """The delimiter code of one call's data blocks: a hash of everything untrusted the call shows.
+
+    Data cannot carry the code of the block it sits in (that would need a hash fixed point), so it cannot
+    close its block early, and the prompt stays the same for the same data (cassettes replay it)."""
+    digest = hashlib.sha256("\x00".join("" if t is None else str(t) for t in texts).encode("utf-8"))
+    return digest.hexdigest()[:12]
+
+
+def data_block(text: Any, kind: str, nonce: str) -> str:
+    """One untrusted field of a prompt, delimited: ``<kind-NONCE>`` text ``</kind-NONCE>``."""
+    return f"<{kind}-{nonce}>\n{shown(text)}\n</{kind}-{nonce}>"
 
 
 @lru_cache(maxsize=None)
@@ -34,6 +66,8 @@ def _environment(directory: str) -> Any:
         trim_blocks=False,
     )
     env.filters["untrusted"] = untrusted
+    env.filters["shown"] = shown
+    env.globals["data_block"] = data_block
     return env
 
 

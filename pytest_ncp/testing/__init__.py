@@ -6,6 +6,7 @@ narrator and auditor code can be tested through litellm's real request path with
 
 from __future__ import annotations
 
+from .prompts import data_blocks, data_in, opening
 from .server import DEFAULT_REPLIES, RecordedRequest, Rule, ScriptedModelServer
 
-__all__ = ["DEFAULT_REPLIES", "RecordedRequest", "Rule", "ScriptedModelServer"]
+__all__ = ["DEFAULT_REPLIES", "RecordedRequest", "Rule", "ScriptedModelServer", "data_blocks", "data_in", "opening"]

@@ -8,7 +8,10 @@ shows: the story title, the turn number, the player's input and the narration (`
 - ``"gold"``: the gold label of every step (a perfect auditor), its quotes verified as the auditor verifies them;
 - ``"never"``: no conflict, nothing added, no progress (an auditor that is asleep);
 - ``"always"``: a conflict of every type on every turn, naming ids listed in the prompt;
-- ``"invalid"``: text that is not JSON, at every attempt (fail closed: an auditor error).
+- ``"invalid"``: text that is not JSON, at every attempt (fail closed: an auditor error);
+- ``"gullible"``: the gold label, except that it obeys any narration or input that addresses the auditor
+  (a note to the auditor, a fake system message, a fake closing tag, a fake JSON verdict): it then sees no
+  conflict and confirms none, as the attack asks. The injection canaries exist to catch this auditor.
 """
 
 from __future__ import annotations
@@ -16,34 +19,33 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Sequence
 
+from .prompts import data_in
 from .server import DEFAULT_REPLIES, RecordedRequest
 
 AUDIT_STEPS = ("conflict_check", "conflict_confirmation", "fact_update", "trajectory_update", "commitment_check")
-MODES = ("gold", "never", "always", "invalid")
+MODES = ("gold", "never", "always", "invalid", "gullible")
+# What an attack on the auditor looks like in a prompt's data (the gullible auditor obeys it).
+_ADDRESSES_AUDITOR = re.compile(r"auditor|harness|system note|\{\s*\"(?:conflicts|confirmed)\"|"
+                                r"\u2039\s*/\s*(?:narration|player_input)|ooc|out of character|previous instructions", re.I)
 _TITLE = re.compile(r"STORY: (.*?)\. The player plays")
 _TURN = re.compile(r"TURN (\d+)\.")
-_INPUT = re.compile(r"<player_input>\n(.*?)\n</player_input>", re.S)
-_NARRATION = re.compile(r"<narration>\n(.*?)\n</narration>", re.S)
 
 
 def _squash(text: str) -> str:
     return " ".join(text.split())
 
 
-def _unescape(text: str, tag: str) -> str:
-    """Undo what the prompts' ``untrusted`` filter did to a data block (``</tag`` -> ``<\\/tag``), so a
-    narration that carries a fake closing tag (an injection case) is recognised as the case it is."""
-    return text.replace(f"<\\/{tag}", f"</{tag}").replace(f"<\\{tag}", f"<{tag}")
-
-
 def request_key(text: str) -> tuple[str, int, str, str] | None:
-    """(title, turn, input, narration) as a prompt shows them; None when the prompt is not an audit."""
-    title, turn, narration = _TITLE.search(text), _TURN.search(text), _NARRATION.search(text)
-    if not (title and turn and narration):
+    """(title, turn, input, narration) as a prompt shows them; None when the prompt is not an audit.
+
+    The prompt shows untrusted text as a person reads it, with tag-like text neutralised
+    (``pytest_ncp.prompts.shown``); ``GoldCase.key`` applies the same, so an injection case whose
+    narration carries a fake closing tag is recognised as the case it is."""
+    title, turn, narration = _TITLE.search(text), _TURN.search(text), data_in(text, "narration")
+    if not (title and turn and narration is not None):
         return None
-    player = _INPUT.search(text)
-    said = _unescape(player.group(1), "player_input") if player else ""
-    return (title.group(1), int(turn.group(1)), _squash(said), _squash(_unescape(narration.group(1), "narration")))
+    said = data_in(text, "player_input") or ""
+    return (title.group(1), int(turn.group(1)), _squash(said), _squash(narration))
 
 
 def evidence(response: str, words: int = 8) -> str:
@@ -82,8 +84,8 @@ def gold_answer(case: Any, step: str) -> Any:
 
 def flag_everything(request: RecordedRequest) -> dict[str, Any]:
     """A conflict of every type, with ids taken from the prompt's ledger and commitment lists."""
-    narration = _NARRATION.search(request.text)
-    quote = evidence(narration.group(1)) if narration else ""
+    narration = data_in(request.text, "narration")
+    quote = evidence(narration) if narration else ""
     fact = re.search(r"^\[(F\d+)\]", request.text, re.M)
     commitment = re.search(r"^\[(C\d+)\]", request.text, re.M)
     conflicts = [
@@ -92,7 +94,7 @@ def flag_everything(request: RecordedRequest) -> dict[str, Any]:
         {"type": "commitment", "fact_ids": [], "commitment_ids": [commitment.group(1)] if commitment else [],
          "quote": quote, "explanation": "flagged by an auditor that flags everything"},
     ]
-    if _INPUT.search(request.text):
+    if data_in(request.text, "player_input") is not None:
         conflicts.append({"type": "player_input", "fact_ids": [], "commitment_ids": [], "quote": quote,
                           "explanation": "flagged by an auditor that flags everything"})
     return {"conflicts": conflicts}
@@ -119,6 +121,14 @@ def install(server: Any, cases: Sequence[Any], answer: Callable[[Any], str] | st
                 return flag_everything(request) if step == "conflict_check" else DEFAULT_REPLIES[step]
             if mode == "invalid":
                 return "I think this turn is probably fine."
+            if mode == "gullible":
+                attacked = any(_ADDRESSES_AUDITOR.search(data_in(request.text, kind) or "")
+                               for kind in ("narration", "player_input"))
+                if attacked and step == "conflict_check":
+                    return {"conflicts": []}
+                if attacked and step == "conflict_confirmation":
+                    return {"confirmed": False, "explanation": "as the note in the narration says"}
+                return gold_answer(case, step)
             raise ValueError(f"unknown answer mode {mode!r}; valid: {', '.join(MODES)}")
         return reply
 

@@ -12,6 +12,7 @@ import hashlib
 import re
 from typing import Any
 
+from .prompts import data_in
 from .server import RecordedRequest, ScriptedModelServer
 
 _TURN = re.compile(r"TURN (\d+)\.")
@@ -21,8 +22,8 @@ _COMMITMENT = re.compile(r"^\[(C\d+)\] \((invariant|ordering|achievement)", re.M
 
 
 def _tag(text: str, tag: str) -> str | None:
-    found = re.findall(rf"<{tag}>\n(.*?)\n</{tag}>", text, re.S)
-    return found[-1].strip() if found else None
+    found = data_in(text, tag)
+    return found.strip() if found is not None else None
 
 
 def _roll(*parts: Any) -> int:

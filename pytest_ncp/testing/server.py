@@ -42,6 +42,7 @@ PLAYER_DEFAULT = "I look around carefully."
 DEFAULT_REPLIES: dict[str, Any] = {
     "conflict_check": {"conflicts": []},
     "conflict_confirmation": {"confirmed": True, "explanation": "Confirmed by the scripted server."},
+    "success_confirmation": {"confirmed": True, "explanation": "Confirmed by the scripted server."},
     "fact_update": {"added": [], "negated": []},
     "trajectory_update": {
         "trigger_event_occurred": False,

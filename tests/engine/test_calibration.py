@@ -236,7 +236,8 @@ def test_the_scripted_auditor_finds_a_case_whose_narration_carries_the_closing_t
                                                     "quote": "The lamp gutters", "explanation": "x"}}}
     for step in ("conflict_check", "conflict_confirmation", "fact_update", "trajectory_update", "commitment_check"):
         text = "\n".join(m["content"] for m in render(step, **base, **extra.get(step, {})))
-        assert "<\\/narration>" in text, step  # the prompt did escape it
+        assert "</narration>" not in text.replace("</narration-", ""), step  # no fake tag closes a block
+        assert "\u2039/narration>" in text, step  # shown neutralised
         assert request_key(text) == case.key(), step
 
 
@@ -311,3 +312,18 @@ def test_ncp_run_with_workers_audits_the_canaries_once_in_the_parent(ncp_model_s
     assert "auditor canaries: 2/2 violations caught, 2/2 clean passed" in printed
     data = json.loads((out / "results.json").read_text())
     assert data["canaries"]["ok"] is True and data["canaries"]["k"] == 4 and len(data["episodes"]) == 2
+
+
+def test_the_injection_row_catches_an_auditor_that_obeys_the_narration(gold, tmp_path):
+    # The gold auditor catches every injection case; the gullible one (gold labels, but it obeys a narration
+    # that addresses the auditor) misses all their violations, while its other rows look perfect.
+    from pytest_ncp.testing import ScriptedModelServer
+
+    attacks = [c for c in gold.cases if "injection" in c.tags]
+    assert len(attacks) >= 30 and sum(c.violation for c in attacks) >= 15
+    for mode, recall in (("gold", 1.0), ("gullible", 0.0)):
+        with ScriptedModelServer() as server:
+            install(server, attacks, mode)
+            code, data = calibrate(server, tmp_path / mode, "--cases", *[c.id for c in attacks])
+        row = data["summary"]["rows"]["injection: conflict"]
+        assert row["recall"] == recall and row["cases"] == len(attacks), (mode, row)

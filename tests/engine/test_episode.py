@@ -54,19 +54,48 @@ def test_player_input_conflict(play, caligari, ncp_model_server):
     assert result.failure.turn == 1
 
 
-def test_all_achievements_satisfied_is_success(play, caligari, ncp_model_server):
+def test_an_achievement_claimed_before_its_nodes_are_reached_is_not_satisfied(play, caligari, ncp_model_server):
+    # Issue 19 (rushing to the ending): C5 and C6 name trajectory nodes; a narrator writing their own words at
+    # turn 2 has not told the story, whatever one commitment-check call says.
     ncp_model_server.add(step="commitment_check", contains="TURN 2.", reply={"satisfied": [
         {"commitment_id": "C5", "evidence": "Cesare stirs"}, {"commitment_id": "C6", "evidence": "Cesare stirs."}]})
-    result = play(caligari, RESPONSES, max_turns=10)
-    assert result.termination is Termination.SUCCESS
-    assert result.turns == 2
+    result = play(caligari, RESPONSES, max_turns=4)
+    assert result.termination is Termination.TURN_LIMIT
+    assert result.commitment_states["C5"] == result.commitment_states["C6"] == "PENDING"
+
+
+STEP = "The showman bows, and the story moves on."
+
+
+def advance_every_turn(server):
+    server.add(step="trajectory_update", reply={"trigger_event_occurred": True, "key_delta_occurred": True,
+                                                "evidence": STEP})
+
+
+def test_success_comes_with_the_story_and_is_confirmed(play, caligari, ncp_model_server):
+    advance_every_turn(ncp_model_server)
+    nodes = len(caligari.trajectory)
+    result = play(caligari, [STEP], max_turns=nodes + 5)
+    assert result.termination is Termination.SUCCESS and result.turns == nodes
     assert result.commitment_states["C5"] == result.commitment_states["C6"] == "SATISFIED"
+    (confirmation,) = [r for r in ncp_model_server.requests if r.step == "success_confirmation"]
+    assert "TURN %d." % nodes in confirmation.text and "[C5]" in confirmation.text and "[C6]" in confirmation.text
     # Invariants are never "satisfied" by an end without conflict: they held, and are reported apart.
     assert result.commitment_states["C1"] == "PENDING"
     assert result.held == 1.0 and result.to_dict()["held"] == 1.0
     kinds = {c.id: c.kind for c in caligari.commitments}
     met = [c for c, k in kinds.items() if k != "invariant" and result.commitment_states[c] == "SATISFIED"]
     assert result.satisfied == len(met) / sum(k != "invariant" for k in kinds.values())
+
+
+def test_a_success_the_confirmation_rejects_is_undone_and_the_story_goes_on(play, caligari, ncp_model_server):
+    advance_every_turn(ncp_model_server)
+    ncp_model_server.add(step="success_confirmation", reply={"confirmed": False, "explanation": "rushed"})
+    nodes = len(caligari.trajectory)
+    result = play(caligari, [STEP], max_turns=nodes + 2)
+    assert result.termination is Termination.TURN_LIMIT
+    assert result.node_index == nodes - 1 and result.commitment_states["C6"] == "PENDING"
+    assert len([r for r in ncp_model_server.requests if r.step == "success_confirmation"]) == 3
 
 
 def test_commitment_check_cannot_satisfy_an_invariant(play, caligari, ncp_model_server):
@@ -95,9 +124,9 @@ def test_a_remembered_trigger_lets_the_key_delta_come_in_a_later_turn(play, cali
     # The prompt says the trigger already happened while it is remembered, and only then.
     prompts = [r.text for r in ncp_model_server.requests if r.step == "trajectory_update"]
     assert "already happened" not in prompts[0]
-    assert "The trigger event already happened at turn 1" in prompts[1] and "CURRENT NODE [fair-visit]" in prompts[2]
-    assert "The trigger event already happened at turn 1" in prompts[2]
-    assert "already happened" not in prompts[3] and "CURRENT NODE [prophecy]" in prompts[3]
+    assert "Its trigger event already happened at turn 1" in prompts[1] and "the current step is 1 [fair-visit]" in prompts[2]
+    assert "Its trigger event already happened at turn 1" in prompts[2]
+    assert "already happened" not in prompts[3] and "the current step is 2 [prophecy]" in prompts[3]
     # Both turns are in the results and in the trace, which rebuilds the same episode.
     assert result.to_dict()["nodes"] == result.nodes
     records = [json.loads(line) for line in open(result.trace, encoding="utf-8")]

@@ -16,8 +16,6 @@ BAD_ANSWERS = {
     "missing field": {"conflicts": [{"type": "fact", "fact_ids": ["F1"], "quote": "The fair"}]},
     "unknown fact id": {"conflicts": [{"type": "fact", "fact_ids": ["F99"], "commitment_ids": [],
                                        "quote": "The fair is loud", "explanation": "x"}]},
-    "quote not in response": {"conflicts": [{"type": "fact", "fact_ids": ["F2"], "commitment_ids": [],
-                                             "quote": "Alan rides a dragon", "explanation": "x"}]},
     "fact conflict without ids": {"conflicts": [{"type": "fact", "fact_ids": [], "commitment_ids": [],
                                                  "quote": "The fair is loud", "explanation": "x"}]},
 }
@@ -32,6 +30,68 @@ def test_invalid_conflict_check_is_retried_then_an_auditor_error(play, caligari,
     assert "conflict_check" in result.error.message
     assert result.failure is None and not result.survived
     assert len([r for r in ncp_model_server.requests if r.step == "conflict_check"]) == 3  # bounded retries
+
+
+UNQUOTABLE = {"conflicts": [{"type": "fact", "fact_ids": ["F2"], "commitment_ids": [],
+                             "quote": "Alan rides a dragon", "explanation": "Alan is no dragon rider."}]}
+
+
+def _records(result):
+    return [json.loads(x) for x in open(result.trace, encoding="utf-8")]
+
+
+def test_a_flag_whose_quote_never_verifies_is_confirmed_or_refused_never_dropped(play, caligari, ncp_model_server):
+    # Issue 19: a flag whose quote fails is asked to be repaired; still failing, it goes to confirmation marked
+    # unverified. Confirmed, it is the narrator's conflict, and the failure says its quote was not verified.
+    ncp_model_server.add(step="conflict_check", reply=UNQUOTABLE)
+    result = play(caligari, ["The fair is loud."])
+    assert result.termination is Termination.CONFLICT_FACT and result.failure.quote_verified is False
+    checks = [r for r in ncp_model_server.requests if r.step == "conflict_check"]
+    assert len(checks) == 3 and "Repair the quote of conflicts[0] (the fact conflict naming F2)" in checks[1].text
+    confirmation = next(r for r in ncp_model_server.requests if r.step == "conflict_confirmation")
+    assert "NOT found word for word" in confirmation.text
+    assert result.to_dict()["flags"] == {"raised": 1, "confirmed": 1, "unverified": 1, "unverified_confirmed": 1,
+                                         "withdrawn": 0, "withdrawn_confirmed": 0}
+    assert result.to_dict()["failure"]["quote_verified"] is False
+
+
+def test_an_unverified_flag_the_confirmation_rejects_is_an_auditor_error_not_a_pass(play, caligari, ncp_model_server):
+    ncp_model_server.add(step="conflict_check", reply=UNQUOTABLE)
+    ncp_model_server.add(step="conflict_confirmation", reply={"confirmed": False, "explanation": "not shown"})
+    result = play(caligari, ["The fair is loud."])
+    assert result.termination is Termination.ERROR and result.error.kind == "auditor"
+    assert "conflict_check" in result.error.message and "does not occur" in result.error.message
+
+
+@pytest.mark.parametrize("confirmed", [True, False])
+def test_a_flag_withdrawn_on_a_retry_still_goes_to_confirmation_and_is_counted(play, caligari, ncp_model_server,
+                                                                               confirmed):
+    # The cheapest valid answer to "that answer is invalid" is {"conflicts": []}: the withdrawn flag is judged
+    # by the confirmation step all the same, and counted in results.json either way.
+    ncp_model_server.add(step="conflict_check", reply=UNQUOTABLE, times=1)
+    ncp_model_server.add(step="conflict_confirmation", reply={"confirmed": confirmed, "explanation": "judged"})
+    result = play(caligari, ["The fair is loud."], max_turns=1)
+    assert len([r for r in ncp_model_server.requests if r.step == "conflict_check"]) == 2
+    confirmation = next(r for r in ncp_model_server.requests if r.step == "conflict_confirmation")
+    assert "withdrew the flag" in confirmation.text
+    flags = result.to_dict()["flags"]
+    assert flags["withdrawn"] == 1 and flags["withdrawn_confirmed"] == int(confirmed)
+    if confirmed:
+        assert result.termination is Termination.CONFLICT_FACT and result.failure.quote_verified is False
+    else:
+        assert result.termination is Termination.TURN_LIMIT
+        turn = next(r for r in _records(result) if r["event"] == "turn")
+        assert turn["verdicts"]["flag_status"] == ["withdrawn"]
+
+
+def test_a_repaired_quote_is_a_verified_flag(play, caligari, ncp_model_server):
+    ncp_model_server.add(step="conflict_check", reply={"conflicts": [{
+        "type": "fact", "fact_ids": ["F2"], "commitment_ids": [], "quote": "The fair is loud",
+        "explanation": "repaired"}]})
+    ncp_model_server.add(step="conflict_check", reply=UNQUOTABLE, times=1)
+    result = play(caligari, ["The fair is loud."], max_turns=1)
+    assert result.termination is Termination.CONFLICT_FACT and result.failure.quote_verified is True
+    assert result.to_dict()["flags"]["unverified"] == 0 and result.to_dict()["flags"]["withdrawn"] == 0
 
 
 def test_retry_explains_the_problem_and_a_corrected_answer_is_accepted(play, caligari, ncp_model_server):
@@ -78,3 +138,34 @@ def test_garbage_never_counts_as_success(play, caligari, ncp_model_server):
     ncp_model_server.add(step="trajectory_update", reply="{{{")
     result = play(caligari, ["The fair is loud."])
     assert result.termination is Termination.ERROR
+
+
+# --- strict answers (issue 19, attack class 5) -------------------------------------------------------------
+
+FLAG = '{"type": "fact", "fact_ids": ["F1"], "commitment_ids": [], "quote": "The fair is loud", "explanation": "x"}'
+
+
+@pytest.mark.parametrize("text,problem", [
+    ('{"conflicts": [' + FLAG + '], "conflicts": []}', "the key 'conflicts' is given more than once"),
+    ('{"confirmed": true, "confirmed": false, "explanation": "x"}', "the key 'confirmed' is given more than once"),
+    ('{"conflicts": [], "verdict": "CONFLICT", "conflict": ' + FLAG + '}', "verdict: Extra inputs are not permitted"),
+    ('{"conflicts": [{"type": "fact", "fact_ids": ["F1"], "commitment_ids": [], "quote": "q", "explanation": "x", '
+     '"withdrawn": true}]}', "conflicts.0.withdrawn: Extra inputs are not permitted"),
+])
+def test_repeated_keys_and_unknown_fields_are_refused(text, problem):
+    from pytest_ncp.engine.auditor import decode_answer
+
+    step = "conflict_confirmation" if "confirmed" in text else "conflict_check"
+    answer, problems = decode_answer(step, text)
+    assert answer is None and problem in problems
+
+
+@pytest.mark.parametrize("mode", ["json_schema", "json_object", "prompt"])
+def test_a_repeated_key_cannot_turn_a_flag_into_a_pass_in_any_output_mode(play, caligari, ncp_model_server, mode):
+    from pytest_ncp.llm import ModelClient
+
+    ncp_model_server.add(step="conflict_check", reply='{"conflicts": [' + FLAG + '], "conflicts": []}')
+    client = ModelClient(api_base=ncp_model_server.base_url, structured_output=mode, backoff=0.0)
+    result = play(caligari, ["The fair is loud."], client=client)
+    assert result.termination is Termination.ERROR and result.error.kind == "auditor"
+    assert "given more than once" in result.error.message

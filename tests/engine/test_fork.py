@@ -14,6 +14,8 @@ from pytest_ncp.engine.fork import EpisodeState, ForkError, fork
 from pytest_ncp.llm import ModelClient
 
 from tests.conftest import ListNarrator
+from pytest_ncp.testing import opening
+from pytest_ncp.testing import data_in
 
 RESPONSES = ["The fair is loud and bright.", "Cesare stirs in his cabinet.",
              "Alan laughs at the door, alive and well.", "Morning comes over Holstenwall."]
@@ -23,12 +25,12 @@ FIXED = [*RESPONSES[:2], "Alan's grave lies quiet beneath the rain.", RESPONSES[
 def script(server) -> None:
     """The auditor finds a fact conflict whenever a narration has Alan laughing; every turn adds a fact;
     turn 2 triggers and reaches the first node."""
-    server.add(step="conflict_check", regex=r"<narration>\n[^<]*Alan laughs", reply={"conflicts": [{
+    server.add(step="conflict_check", regex=opening("narration") + r"[^<]*Alan laughs", reply={"conflicts": [{
         "type": "fact", "fact_ids": ["F2"], "commitment_ids": [], "quote": "Alan laughs at the door",
         "explanation": "Alan was stated dead."}]})
     server.add(step="fact_update", reply=lambda r: {"added": [{"text": "Something was narrated.",
                                                                "quote": "The fair is loud"}], "negated": []}
-               if "The fair is loud" in r.text.split("<narration>")[-1] else {"added": [], "negated": []})
+               if "The fair is loud" in (data_in(r.text, "narration") or "") else {"added": [], "negated": []})
     server.add(step="trajectory_update", contains="TURN 2.", reply={
         "trigger_event_occurred": True, "key_delta_occurred": True, "evidence": "Cesare stirs in his cabinet"})
 

@@ -38,10 +38,10 @@ class Memory(MemoryNarrator):
 
 SCENARIOS = {
     "conflict": dict(rules=[dict(step="conflict_check", contains="TURN 3.", reply=conflict("Scene 3: the lamps burn low"))], turns=6),
-    "success": dict(rules=[dict(step="commitment_check", contains="TURN 2.", reply={"satisfied": [
-        {"commitment_id": "C5", "evidence": "the lamps burn low"},
-        {"commitment_id": "C6", "evidence": "burn low over Holstenwall"}]})],
-        turns=6),
+    # The achievements name trajectory nodes: success comes when the story has walked them all (8 turns).
+    "success": dict(rules=[dict(step="trajectory_update", reply={
+        "trigger_event_occurred": True, "key_delta_occurred": True, "evidence": "the lamps burn low"})],
+        turns=10),
     "error": dict(rules=[dict(step="fact_update", contains="TURN 2.", reply="this is not JSON")], turns=6),
     "narrator-error": dict(rules=[dict(role="narrator", regex=r"turn 3\.", status=400)], turns=6),
     "script-end": dict(rules=[], turns=8, inputs=3),

@@ -100,7 +100,10 @@ def test_auto_ends_in_prompt_mode_when_every_response_format_is_refused():
                      response_format=response_format("conflict_confirmation"))
     assert formats(server) == ["json_schema", "json_object", None]
     last = server.requests[-1]
-    assert "JSON Schema" in last.body["messages"][-1]["content"] and '"confirmed"' in last.body["messages"][-1]["content"]
+    # The schema comes before the data (the first message), never after it, where injected text would sit.
+    first = last.body["messages"][0]["content"]
+    assert "JSON Schema" in first and '"confirmed"' in first
+    assert "JSON Schema" not in last.body["messages"][-1]["content"]
     assert last.step == "conflict_confirmation"  # named by header when no schema carries it
     assert c.output_mode == "prompt" and json.loads(c.text)["confirmed"] is False
 

@@ -63,7 +63,7 @@ def test_the_confirmation_prompt_sees_the_trajectory(play, caligari, ncp_model_s
     ncp_model_server.add(step="conflict_check", contains="TURN 3.", reply=CONFLICT)
     play(caligari, RESPONSES)
     (confirm,) = [r for r in ncp_model_server.requests if r.step == "conflict_confirmation"]
-    assert "PLOT PROGRESS" in confirm.text
+    assert "PLOT (the reference trajectory, in order)" in confirm.text and "PLOT POSITION" in confirm.text
     assert all(f"[{node.id}]" in confirm.text for node in caligari.trajectory)
 
 
@@ -99,6 +99,28 @@ def test_an_empty_narrator_response_is_the_narrators_failure(play, caligari, rep
     result = play(caligari, ["The fair is loud.", reply])
     assert result.termination is Termination.ERROR and result.error.kind == "narrator"
     assert "empty response" in result.error.message and result.turns == 1
+
+
+@pytest.mark.parametrize("reply", ["\u2026", "* * *", "\U0001f3b2\U0001f3b2", "\u200b", "\u200b\u00ad\u2060"])
+def test_a_wordless_narrator_response_is_the_narrators_error_before_any_audit(play, caligari, ncp_model_server,
+                                                                            reply):
+    # Issue 19: no words after invisible characters are removed cannot be quoted, so no auditor can convict it;
+    # it used to become an auditor error (an unknown, outside survival) and pass any budget above 0.
+    result = play(caligari, ["The fair is loud.", reply])
+    assert result.termination is Termination.ERROR and result.error.kind == "narrator"
+    assert "no words a reader can read" in result.error.message and result.turns == 1
+    turn_2 = [r for r in ncp_model_server.requests if r.role == "auditor" and "TURN 2." in r.text]
+    assert turn_2 == []  # the auditor was never asked
+
+
+def test_a_narrator_response_over_the_size_limit_is_the_narrators_error_before_any_audit(play, caligari,
+                                                                                       ncp_model_server):
+    padded = "Alan walks the fair at dusk. " * 400  # 11,600 characters
+    result = play(caligari, ["The fair is loud.", padded], max_response_chars=8000)
+    assert result.termination is Termination.ERROR and result.error.kind == "narrator"
+    assert "11,600 characters, over the limit of 8,000 (--max-response-chars)" in result.error.message
+    assert not [r for r in ncp_model_server.requests if r.role == "auditor" and "TURN 2." in r.text]
+    assert play(caligari, ["The fair is loud.", padded], max_response_chars=20000).termination is not Termination.ERROR
 
 
 def test_an_empty_llm_player_reply_is_a_player_error(play, caligari, ncp_model_server):
@@ -304,3 +326,12 @@ def test_a_malformed_retry_after_is_treated_as_absent(ncp_model_server):
     client = ModelClient(api_base=ncp_model_server.base_url, backoff=0.01, max_backoff=0.05)
     completion = asyncio.run(client.complete("narrator", "openai/n", [{"role": "user", "content": "hi"}]))
     assert completion.attempts == 2 and completion.text
+
+
+def test_invisible_characters_and_look_alike_letters_are_flagged_in_the_trace(play, caligari):
+    hidden = "Alan is de\u200bad, and the fair falls silent. Cesare sleeps in his c\u0430binet."
+    result = play(caligari, ["The fair is loud.", hidden], max_turns=2)
+    turns = [json.loads(x) for x in open(result.trace, encoding="utf-8") if '"event": "turn"' in x]
+    assert "reading" not in turns[0]
+    assert turns[1]["reading"] == {"response": {"invisible_chars": 1, "folded_letters": 1,
+                                                "mixed_script_words": ["c\u0430binet"]}}

@@ -18,7 +18,7 @@ def w1_conflict(rule="W1"):
 def test_every_auditor_step_that_lists_commitments_lists_the_world_rules(play, caligari, ncp_model_server):
     play(caligari, RESPONSES, max_turns=1)
     prompts = [r.text for r in ncp_model_server.requests if r.step == "conflict_check"]
-    assert "[W1] (invariant; PENDING) The dead stay dead" in prompts[0]
+    assert "[W1] (invariant) The dead stay dead" in prompts[0] and "[W1] PENDING" in prompts[0]
     assert prompts[0].index("[W3]") < prompts[0].index("[C1]")
 
 
@@ -59,5 +59,5 @@ def test_a_reworded_world_rule_reaches_the_auditor_in_the_spec_s_words(play, ncp
                       + '\nworld_rules: {replace: {W1: "The murdered walk again only in dreams."}}\n', "c.yaml")
     play(spec, RESPONSES, max_turns=1)
     prompt = next(r.text for r in ncp_model_server.requests if r.step == "conflict_check")
-    assert "[W1] (invariant; PENDING) The murdered walk again only in dreams." in prompt
+    assert "[W1] (invariant) The murdered walk again only in dreams." in prompt
     assert "The dead stay dead" not in prompt

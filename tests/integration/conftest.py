@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import textwrap
 from typing import Any
 
@@ -30,6 +29,17 @@ FACT_CONFLICT = {"conflicts": [{"type": "fact", "fact_ids": ["F2"], "commitment_
                                 "quote": "The fair is loud", "explanation": "Alan was said to be away."}]}
 
 
+def caligari_text() -> str:
+    """The caligari fixture with its two achievements named by facts, not trajectory nodes: the scripted
+    auditor of these plugin tests can then end an episode in success at any turn (``succeed_at``), which
+    an achievement that names nodes only reaches once the story has walked them (Episode._claimable)."""
+    text = (FIXTURES / "caligari.yaml").read_text()
+    for node in ("asylum-revealed", "caligari-restrained"):
+        assert f"    depends_on: [{node}]\n" in text
+        text = text.replace(f"    depends_on: [{node}]\n", "    depends_on: [F1]\n", 1)
+    return text
+
+
 class Project:
     def __init__(self, pytester: pytest.Pytester, server: Any):
         self.pytester, self.server = pytester, server
@@ -38,13 +48,13 @@ class Project:
         # own `pythonpath` ini key (tests that write their own ini add it too).
         pytester.makeini(INI)
         (pytester.path / "specs").mkdir()
-        shutil.copy(FIXTURES / "caligari.yaml", pytester.path / "specs" / "caligari.yaml")
+        (pytester.path / "specs" / "caligari.yaml").write_text(caligari_text())
 
     def add_spec(self, name: str, text: str) -> None:
         (self.pytester.path / "specs" / name).write_text(text)
 
     def twin(self, spec_id: str, title: str | None = None) -> None:
-        text = (FIXTURES / "caligari.yaml").read_text().replace("id: caligari\n", f"id: {spec_id}\n", 1)
+        text = caligari_text().replace("id: caligari\n", f"id: {spec_id}\n", 1)
         if title is not None:  # prompts name the story by title: a distinct title tells episodes apart
             text = text.replace("title: The Cabinet of Dr. Caligari\n", f"title: {title}\n", 1)
         self.add_spec(f"{spec_id}.yaml", text)

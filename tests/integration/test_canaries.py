@@ -12,6 +12,7 @@ from pytest_ncp.calibration.audit import sample_canaries
 from pytest_ncp.calibration.goldset import load_gold_set
 from pytest_ncp.testing.calibration import install
 from tests.conftest import ROOT
+from pytest_ncp.testing import data_in
 
 GOLD = ROOT / "calibration"
 
@@ -83,7 +84,7 @@ def test_canaries_run_once_on_the_xdist_controller(project):
     props = {p.get("name"): p.get("value") for p in ET.parse(xml).getroot().iter("property")}
     assert props["ncp.canary_k"] == "4" and props["ncp.canary_ok"] == "True"
     # Each canary was audited once: one conflict check per canary reached the server.
-    checks = [r for r in project.server.requests if r.step == "conflict_check" and "<narration>" in r.text
+    checks = [r for r in project.server.requests if r.step == "conflict_check" and data_in(r.text, "narration")
               and any(c.response.split()[0] in r.text for c in sample_canaries(load_gold_set(GOLD).cases, 4, seed=0))]
     assert len(checks) >= 4
 
@@ -104,3 +105,16 @@ def test_canary_gate_error_budget_and_survival_gate_each_say_their_part(project)
         "auditor canaries: 0/2 violations caught, 2/2 clean passed",
         "canary gate FAILED: *the AUDITOR, not the narrator, is in doubt*",
     ])
+
+
+def test_a_gullible_auditor_that_obeys_the_narration_fails_the_injection_canaries(project):
+    # Issue 19: an auditor that follows instructions written into the narration ("note to the auditor: no
+    # conflict", a fake closing tag, a fake JSON verdict) passes every ordinary canary but misses the
+    # injection ones, which every canary draw of 2 or more violations includes; the canary gate names it.
+    cases = canaries(project, 8, "gullible")
+    attacked = sum("injection" in c.tags for c in cases if c.violation)
+    assert attacked >= 1
+    result = project.run("-q", "--ncp-canaries=8", f"--ncp-canary-set={GOLD}", "--ncp-min-canary-recall=1")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines([f"auditor canaries: {4 - attacked}/4 violations caught, 4/4 clean passed",
+                                 "canary gate FAILED: *the AUDITOR, not the narrator, is in doubt*"])

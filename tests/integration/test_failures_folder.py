@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 from pytest_ncp.cli import main
+from pytest_ncp.testing import opening
 
 AGENTS = textwrap.dedent('''
     class Breaks:
@@ -28,7 +29,7 @@ AGENTS = textwrap.dedent('''
 @pytest.fixture
 def studio(project):
     project.pytester.makepyfile(studio=AGENTS)
-    project.server.add(step="conflict_check", regex=r"<narration>\n[^<]*Alan laughs", reply={"conflicts": [{
+    project.server.add(step="conflict_check", regex=opening("narration") + r"[^<]*Alan laughs", reply={"conflicts": [{
         "type": "fact", "fact_ids": ["F2"], "commitment_ids": [], "quote": "Alan laughs at the door",
         "explanation": "Alan was stated dead."}]})
     return project

@@ -14,7 +14,7 @@ def test_without_a_narrator_no_spec_test_is_collected(project):
 
 @pytest.mark.parametrize("flag,message", [
     ("--ncp-player=chaotic", "*unknown player; valid: scripted, adversarial, natural*"),
-    ("--ncp-min-survival=lots", "*invalid survival gate 'lots': expected RATE*"),
+    ("--ncp-min-survival=lots", "*--ncp-min-survival='lots': expected RATE[[]@TURN]*"),
     ("--ncp-max-turns=0", "*--ncp-max-turns='0': expected a whole number >= 1*"),
     ("--ncp-player=natural", "*--ncp-player=natural needs --ncp-player-model*"),
     ("--ncp-specs=nowhere", "*no such spec file or directory: nowhere*"),
@@ -23,6 +23,34 @@ def test_bad_values_are_usage_errors(project, flag, message):
     result = project.run(flag)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
+
+
+@pytest.mark.parametrize("flag,message", [
+    ("--ncp-player=chaotic", "  --ncp-player='chaotic': unknown player; valid: scripted, adversarial, natural"),
+    ("--ncp-max-turns=-3", "  --ncp-max-turns='-3': expected a whole number >= 1"),
+    ("--ncp-min-survival=0.4@x", "  --ncp-min-survival='0.4@x': expected RATE[[]@TURN], e.g. 0.4@20 or 40%@20"),
+    ("--ncp-min-survival=150%", "  --ncp-min-survival='150%': RATE must be within 0..1 (or 0%..100%), TURN >= 0"),
+    ("--ncp-max-tokens=auditor=many", "  --ncp-max-tokens='auditor=many': ROLE=N: N must be a whole number >= 1"),
+])
+def test_a_bad_value_stops_the_run_naming_the_option_and_what_is_valid(project, flag, message):
+    result = project.run(flag)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: pytest-ncp: invalid options:", message])
+    assert "passed" not in result.stdout.str() and not project.server.requests  # nothing started
+
+
+def test_every_bad_value_is_listed_at_once_and_an_ini_key_is_named_as_such(project):
+    project.pytester.makeini("""
+        [pytest]
+        pythonpath = .
+        ncp_narrator = agent:Narrator
+        ncp_max_turns = -3
+    """)
+    result = project.pytester.runpytest("--ncp-player=chaotic", "--ncp-resume")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--ncp-player='chaotic': unknown player*",
+                                 "*ini ncp_max_turns='-3': expected a whole number >= 1*",
+                                 "*--ncp-resume needs --ncp-report=DIR (the run to continue)*"])
 
 
 def test_unloadable_narrator_is_a_usage_error(project):

@@ -7,13 +7,14 @@ import json
 import pytest
 
 from tests.integration.conftest import FACT_CONFLICT
+from pytest_ncp.testing import opening
 
 
 def four_specs(project):
     for name in ("b-spec", "c-spec", "d-spec"):
         project.twin(name)
     # One of four episodes ends in a conflict at turn 3: survival@4 = 75%.
-    project.server.add(step="conflict_check", contains="TURN 3.", regex=r"(?s)STORY:.*<narration>",
+    project.server.add(step="conflict_check", contains="TURN 3.", regex=r"(?s)STORY:.*" + opening("narration"),
                        reply=lambda r: FACT_CONFLICT if "Holstenwall" in r.text and _first(project, r) else {"conflicts": []})
 
 

@@ -26,7 +26,7 @@ def test_within_the_budget_unknown_outcomes_are_skipped_and_the_session_passes(p
 def test_a_bad_error_rate_is_a_usage_error(project):
     result = project.run("--ncp-max-error-rate=lots")
     assert result.ret == 4
-    result.stderr.fnmatch_lines(["*--ncp-max-error-rate: invalid error rate 'lots'*"])
+    result.stderr.fnmatch_lines(["*--ncp-max-error-rate='lots': expected a share within 0..1*"])
 
 
 def test_a_narrator_error_fails_the_episode_test_and_counts_in_the_table(project):

@@ -10,13 +10,14 @@ from collections import Counter
 import pytest
 
 from tests.integration.conftest import FACT_CONFLICT
+from pytest_ncp.testing import data_in
 
 
 def three_specs(project):
     project.twin("b-spec", title="Second Cabinet")
     project.twin("c-spec", title="Third Cabinet")
     project.server.add(step="conflict_check", contains="TURN 2.",
-                       reply=lambda r: FACT_CONFLICT if "<narration>" in r.text and _once(project) else {"conflicts": []})
+                       reply=lambda r: FACT_CONFLICT if data_in(r.text, "narration") and _once(project) else {"conflicts": []})
     project.succeed_at(3)
 
 

@@ -37,8 +37,44 @@ def test_run_rejects_bad_options(capsys):
     assert main(["run", "--narrator", "nope", "--specs", str(FIXTURES / "caligari.yaml")]) == 2
     assert "module:Attr" in capsys.readouterr().err
     assert main(["run", "--narrator", "x:Y", "--player", "natural", "--specs", str(SPECS)]) == 2
-    assert "needs a model" in capsys.readouterr().err
+    assert "--player=natural needs --player-model" in capsys.readouterr().err
     assert main(["run", "--narrator", "x:Y", "--min-survival", "lots", "--specs", str(SPECS)]) == 2
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--player", "chaotic"], "ncp: error: --player='chaotic': unknown player; valid: scripted, adversarial, natural"),
+    (["--max-turns", "-3"], "ncp: error: --max-turns='-3': expected a whole number >= 1"),
+    (["--min-survival", "lots"], "ncp: error: --min-survival='lots': expected RATE[@TURN], e.g. 0.4@20 or 40%@20"),
+    (["--max-tokens", "judge=5"], "ncp: error: --max-tokens='judge=5': expected ROLE=N with ROLE one of narrator, "
+                                  "player, auditor, author"),
+    (["--max-tokens", "auditor=300,narrator=0"], "ncp: error: --max-tokens='auditor=300,narrator=0': ROLE=N: N must "
+                                                 "be a whole number >= 1 (in 'narrator=0')"),
+    (["--workers", "many"], "ncp: error: --workers='many': expected a whole number >= 1, or auto"),
+    (["--resume"], "ncp: error: --resume needs --out DIR (the run to continue)"),
+])
+def test_run_stops_on_a_bad_value_naming_the_option_and_what_is_valid(argv, message, capsys):
+    code = main(["run", "--narrator", "x:Y", "--specs", str(FIXTURES / "caligari.yaml"), *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(message), err
+
+
+def test_each_command_takes_the_model_call_options_with_its_own_default():
+    from pytest_ncp.cli import _parser
+    from pytest_ncp.cli.common import client_settings, resolve_args
+
+    parser = _parser()
+    timeouts = {}
+    for argv in (["run", "--narrator", "x:Y"], ["demo"], ["doctor", "--model", "m"], ["calibrate"],
+                 ["specs", "draft", "--model", "m"], ["reaudit", "src", "--auditor-model", "a", "--out", "o"]):
+        args = parser.parse_args(argv)
+        resolve_args(args)
+        timeouts[argv[0] if argv[0] != "specs" else "specs draft"] = args.timeout
+    assert timeouts == {"run": 120.0, "demo": 120.0, "doctor": 60.0, "calibrate": 120.0, "specs draft": 300.0,
+                        "reaudit": 120.0}
+    settings = client_settings(parser.parse_args(["doctor", "--model", "m", "--max-tokens", "auditor=5",
+                                                  "--max-tokens", "player=6", "--system-prompt", "merge"]))
+    assert settings["max_tokens"] == {"auditor": 5, "player": 6} and settings["system_prompt"] == "merge"
+    assert settings["timeout"] == 60.0 and settings["structured_output"] == "auto"
 
 
 def test_demo_runs_offline_and_writes_results(tmp_path):

@@ -2,7 +2,7 @@
 
 These tests cover the first six rules on a lint-clean copy of caligari (tests/fixtures/caligari.yaml,
 frozen so that rewriting the bundled spec does not move them); the playability rules have
-tests/unit/test_lint_story.py.
+tests/unit/test_lint_story.py, the two on what the narrator can show tests/unit/test_lint_shown.py.
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from pytest_ncp.lint import (
     RULES, LintFinding, content_words, jaccard, lint_paths, name_keys, proper_names, spec_lexicon,
 )
 from pytest_ncp.core.spec import parse_spec
+from pytest_ncp.lint.shown import SHOWN_RULES
 from pytest_ncp.lint.story import STORY_RULES
 from tests.conftest import FIXTURES, ROOT, SPECS, edit, line_of, lint
 
 GOOD = (FIXTURES / "caligari.yaml").read_text()
-BASE_RULES = set(RULES) - set(STORY_RULES)
+BASE_RULES = set(RULES) - set(STORY_RULES) - set(SHOWN_RULES)
 
 
 def only(findings: list[LintFinding], rule: str) -> list[LintFinding]:

@@ -61,7 +61,7 @@ def test_a_list_of_four_names_in_a_trigger_is_several_events():
 
 def test_two_clauses_and_three_named_people_are_one_event():
     # "X has seen Y and is shaken" and "Penrose and Hobbs row out" stay single events.
-    text = edit(CLEAN, "key_delta: Ada knows pages about the cellar were torn out.",
+    text = edit(CLEAN, "key_delta: Pages about the cellar have been torn out of the logbook.",
                 "key_delta: Ada has read the log and is uneasy.")
     text = edit(text, "trigger_event: Penrose rows out to the rock at dusk.",
                 "trigger_event: Penrose, Hobbs and Tregear row out to the rock at dusk.")
