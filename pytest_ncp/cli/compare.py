@@ -34,7 +34,9 @@ def register(sub: Any) -> None:
                                    "allows; 0 otherwise.")
     p.add_argument("base", metavar="BASE", help="baseline run: a run directory or its results.json")
     p.add_argument("new", metavar="NEW", help="new run: a run directory or its results.json")
-    p.add_argument("--turn", type=_non_negative, default=20, help="turn of the survival figure (default 20)")
+    p.add_argument("--turn", type=_non_negative, default=None,
+                   help="turn of the survival figure (default: the headline survival turn both runs measured, "
+                        "the smaller of the two)")
     p.add_argument("--alpha", type=_alpha, default=0.05, help="significance level (default 0.05)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--resamples", type=positive, default=2000, help="bootstrap resamples (default 2000)")
@@ -43,6 +45,9 @@ def register(sub: Any) -> None:
     p.add_argument("--max-error-rate", metavar="RATE", type=error_rate, default=0.0,
                    help="share of episodes of either run allowed to end in an auditor, model or player error, "
                         "e.g. 0.05 or 5%%; above it compare exits 6 (default 0: any such error)")
+    p.add_argument("--allow-underpowered", action="store_true",
+                   help="exit 0 on a comparison with too few pairs to show any regression (by default it exits 1: "
+                        "'no significant change' over 4 pairs is no evidence)")
     p.add_argument("--allow-unpaired", action="store_true",
                    help="compare even when episodes of BASE have no partner in NEW (a partial or interrupted "
                         "run, another spec set); without it compare exits 1, since a missing episode may be the "
@@ -77,7 +82,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         base, new = load_results(args.base), load_results(args.new)
         kinds = _commitment_kinds(args.specs, [(new, results_path(args.new).parent),
                                                (base, results_path(args.base).parent)])
-        result = compare_runs(base, new, turn=args.turn, alpha=args.alpha, seed=args.seed,
+        turn = args.turn if args.turn is not None else min(base.metrics.survival_turn, new.metrics.survival_turn)
+        result = compare_runs(base, new, turn=turn, alpha=args.alpha, seed=args.seed,
                               resamples=args.resamples, kinds=kinds)
     except (RunFileError, ValueError) as exc:
         return usage(str(exc))
@@ -103,6 +109,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"ncp compare: cannot decide: {len(result.only_in_base)} episode(s) of base have no partner in new "
               f"(first: {episode_name(*result.only_in_base[0])}); a partial run may lack the failing one. Re-run "
               "them (e.g. --resume), or pass --allow-unpaired to judge the pairs alone")
+        return EXIT_FAILED
+    if result.underpowered and not args.allow_underpowered:
+        print("ncp compare: cannot decide: the comparison is underpowered (see above); pass --allow-underpowered "
+              "to accept it as no evidence of a change")
         return EXIT_FAILED
     return EXIT_FAILED if result.regression else EXIT_OK
 
