@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from pytest_ncp.engine.auditor import response_format
-from pytest_ncp.cli import EXIT_ERROR_BUDGET, EXIT_FAILED, EXIT_OK, main
+from pytest_ncp.cli import main
+from pytest_ncp.core.exit_codes import EXIT_ERROR_BUDGET, EXIT_FAILED, EXIT_OK
 from pytest_ncp.llm import ModelClient
 from tests.conftest import SPECS
 from tests.real_server.conftest import KEY, LIMITS, MODEL, start_server
