@@ -281,8 +281,10 @@ class LLMAuditor:
             confirmations = await _gather({
                 str(i): self._ask("conflict_confirmation", audit, **{
                     **base, "conflict": c, "unverified": status != "verified", "withdrawn": status == "withdrawn",
-                    "nonce": call_nonce(ctx.previous_response, ctx.player_input, ctx.response, c.quote,
-                                        c.explanation)})
+                    # The turn's blocks keep the turn's code (the prompt shares its prefix with the other
+                    # steps'); the flag's own blocks get a code of everything this call shows.
+                    "flag_nonce": call_nonce(ctx.previous_response, ctx.player_input, ctx.response, c.quote,
+                                             c.explanation)})
                 for i, (c, status) in enumerate(flags)
             })
             answered = [(c, status, confirmations[str(i)]) for i, (c, status) in enumerate(flags)]
@@ -330,8 +332,9 @@ class LLMAuditor:
         audit = TurnAudit(turn=ctx.turn)
         base = self._variables(ctx)
         evidence = [e for _, e in claims]
-        base["nonce"] = call_nonce(ctx.previous_response, ctx.player_input, ctx.response, *evidence)
         return await self._ask("success_confirmation", audit, **base,
+                               evidence_nonce=call_nonce(ctx.previous_response, ctx.player_input, ctx.response,
+                                                         *evidence),
                                claims=[{"id": c.id, "text": c.text, "evidence": e} for c, e in claims])
 
     async def _check_conflicts(self, audit: TurnAudit, base: dict[str, Any]) -> tuple[
