@@ -268,8 +268,18 @@ def compute_metrics(episodes: Iterable[Episode], *, survival_turn: int = 20,
         "script_exhausted": sum(e["termination"] == "script_exhausted" for e in judged),
         "pass_k": {str(k): pass_hat_k(episodes, k) for k in range(1, repeats + 1)} if repeats > 1 else {},
         "tokens": sum(int(e.get("tokens", 0) or 0) for e in episodes),
+        **cache_figures(episodes),
         "cost_usd": round(sum(float(e.get("cost_usd", 0) or 0) for e in episodes), 8),
     }
+
+
+def cache_figures(episodes: Sequence[Episode]) -> dict[str, Any]:
+    """Prompt tokens, those a provider's prompt cache served, and their share (over the episodes that
+    recorded prompt tokens: older files did not)."""
+    prompt = sum(int(e.get("prompt_tokens") or 0) for e in episodes)
+    cached = sum(int(e.get("cached_tokens") or 0) for e in episodes)
+    return {"prompt_tokens": prompt, "cached_tokens": cached,
+            "cached_share": round(cached / prompt, 6) if prompt else None}
 
 
 # --- gates: the error budget and the survival gate ----------------------------------------------------

@@ -146,6 +146,12 @@ class EpisodeRecord(_Record):
     nodes_reached: int | None = Field(default=None, ge=0, description="Number of trajectory nodes reached.")
     nodes: list[NodeReached] = Field(default_factory=list, description="The nodes reached, in order.")
     tokens: int = Field(default=0, ge=0, description="Tokens of every model call of the episode.")
+    prompt_tokens: int | None = Field(default=None, ge=0, description="Of those, prompt tokens (null in files "
+                                                                      "from before the split).")
+    completion_tokens: int | None = Field(default=None, ge=0, description="Of those, completion tokens.")
+    cached_tokens: int | None = Field(default=None, ge=0, description="Of the prompt tokens, those a provider's "
+                                                                      "prompt cache served (priced at the cached "
+                                                                      "rate).")
     cost_usd: float = Field(default=0.0, ge=0, description="Cost of those calls in US dollars (list prices).")
     trace: str | None = Field(default=None, description="The episode's JSON-lines trace: relative to the results "
                                                         "folder when inside it.")
@@ -255,6 +261,10 @@ class Metrics(_Record):
     script_exhausted: int = Field(ge=0, description="Episodes whose scripted inputs ran out first.")
     pass_k: dict[str, float | None] = Field(description="pass^k by k, with repeats (empty without).")
     tokens: int = Field(ge=0, description="Tokens of every episode.")
+    prompt_tokens: int = Field(default=0, ge=0, description="Prompt tokens of the episodes that recorded them.")
+    cached_tokens: int = Field(default=0, ge=0, description="Of those, tokens a provider's prompt cache served.")
+    cached_share: float | None = Field(default=None, ge=0, le=1, description="cached_tokens / prompt_tokens; null "
+                                                                             "without prompt tokens.")
     cost_usd: float = Field(ge=0, description="Cost of every episode in US dollars.")
 
 

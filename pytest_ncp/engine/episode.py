@@ -179,7 +179,9 @@ class EpisodeResult:
             "error": self.error.to_dict() if self.error else None,
             "commitments": dict(self.commitment_states), "nodes_reached": self.node_index,
             "nodes": [dict(n) for n in self.nodes],
-            "tokens": self.usage.tokens, "cost_usd": round(self.usage.cost_usd, 8), "trace": self.trace,
+            "tokens": self.usage.tokens, "prompt_tokens": self.usage.prompt_tokens,
+            "completion_tokens": self.usage.completion_tokens, "cached_tokens": self.usage.cached_tokens,
+            "cost_usd": round(self.usage.cost_usd, 8), "trace": self.trace,
             "speculative": {"calls": self.speculative.calls, "tokens": self.speculative.tokens,
                             "cost_usd": round(self.speculative.cost_usd, 8)},
             "truncated_calls": len(self.usage.truncated), "structured_output": dict(self.usage.output_modes),
@@ -223,7 +225,13 @@ class EpisodeResult:
             result.failure = Failure(**end["failure"])
         if end.get("error"):
             result.error = ErrorInfo(**end["error"])
-        result.usage = Usage(prompt_tokens=int(end.get("tokens", 0)), cost_usd=float(end.get("cost_usd", 0.0)))
+        prompt = end.get("prompt_tokens")
+        if prompt is None:  # a trace from before the split: every token counted as a prompt token
+            result.usage = Usage(prompt_tokens=int(end.get("tokens", 0)), cost_usd=float(end.get("cost_usd", 0.0)))
+        else:
+            result.usage = Usage(prompt_tokens=int(prompt), completion_tokens=int(end.get("completion_tokens") or 0),
+                                 cached_tokens=int(end.get("cached_tokens") or 0),
+                                 cost_usd=float(end.get("cost_usd", 0.0)))
         return result
 
 
@@ -685,7 +693,7 @@ def format_traceback(exc: BaseException) -> str:
 
 def _call_record(c: Completion) -> dict[str, Any]:
     return {"step": c.step, "model": c.model, "attempts": c.attempts, "prompt_tokens": c.prompt_tokens,
-            "completion_tokens": c.completion_tokens, "cost_usd": c.cost_usd, "latency_s": round(c.latency_s, 4),
+            "completion_tokens": c.completion_tokens, "cached_tokens": c.cached_tokens, "cost_usd": c.cost_usd, "latency_s": round(c.latency_s, 4),
             "finish_reason": c.finish_reason, "output_mode": c.output_mode}
 
 

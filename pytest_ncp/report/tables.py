@@ -88,6 +88,7 @@ def run_rows(results: RunResults | Mapping[str, Any], label: str, *,
         "script_exhausted": m["script_exhausted"],
         "pass_k": m["pass_k"],
         "tokens": m["tokens"],
+        "cached_share": m.get("cached_share"),
         "cost_usd": m["cost_usd"],
         "review": dispute_rates(reviews) if reviews else None,
         "complete": run.complete,
@@ -191,7 +192,10 @@ def sections(rows: Sequence[Row]) -> list[Section]:
             Column("turn limit", _num("turn_limit")), Column("script exhausted", _num("script_exhausted")),
             Column("narrator errors", _num("narrator_errors")),
             Column("unknown (errors)", lambda r: Cell(str(r["errors"]))), Column("tokens", _num("tokens", "{:,}")),
-            Column("cost", _num("cost_usd", "${:.4f}")))),
+            Column("cached", lambda r: Cell(_pct(r.get("cached_share")))),
+            Column("cost", _num("cost_usd", "${:.4f}"))),
+                note="cached: share of the prompt tokens a provider's prompt cache served (priced at the cost map's "
+                     "cached rate); n/a when the run recorded no prompt tokens."),
     ]
     if any(r.get("review") for r in rows):
         def disputed(kind: str) -> Callable[[Row], Cell]:

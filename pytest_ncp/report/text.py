@@ -159,6 +159,14 @@ def transcript_text(result: EpisodeResult) -> str:
 # --- the paper's table ----------------------------------------------------------------------------
 
 
+def cached_text(m: Mapping[str, Any]) -> str:
+    """``12.5% (1,024 of 8,192)``: prompt tokens a provider's prompt cache served; n/a without prompt tokens."""
+    share = m.get("cached_share")
+    if share is None:
+        return "n/a"
+    return f"{share:.1%} ({m.get('cached_tokens', 0):,} of {m.get('prompt_tokens', 0):,})"
+
+
 def metrics_table(m: Mapping[str, Any], title: str = "ncp") -> str:
     """One run's metrics as the paper's table (one row per figure), with the definitions as footnotes."""
     turn = m.get("survival_turn", 20)
@@ -191,6 +199,7 @@ def metrics_table(m: Mapping[str, Any], title: str = "ncp") -> str:
         ("turn limit reached", str(m["turn_limit"])),
         ("script exhausted", str(m.get("script_exhausted", 0))),
         ("tokens", f"{m['tokens']:,}"),
+        ("cached prompt tokens", cached_text(m)),
         ("cost", f"${m['cost_usd']:.4f}"),
     ]
     for k, v in (m.get("pass_k") or {}).items():
