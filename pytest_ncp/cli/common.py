@@ -136,8 +136,9 @@ def summary(m: dict, turn: int) -> str:
                    f"commitment {rates['commitment']:.0%} / player input {rates['player_input']:.0%}, "
                    f"successes {m['successes']}, conflict-free {m['conflict_free']}, turn limit {m['turn_limit']}, "
                    f"script exhausted {m['script_exhausted']}")
+    cut = f", {m['budget']} cut short by the cost cap (budget)" if m.get("budget") else ""
     return (f"{m['episodes']} episode(s), {m['narrator_errors']} narrator error(s) (failures), {m['unknown']} "
-            f"unknown (auditor/model/player errors): survival@{turn} {m['survival_point']['text']}, {figures}, "
+            f"unknown (auditor/model/player errors){cut}: survival@{turn} {m['survival_point']['text']}, {figures}, "
             f"tokens {m['tokens']}{cached}, cost ${m['cost_usd']:.4f}")
 
 

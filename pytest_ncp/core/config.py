@@ -83,6 +83,7 @@ class RunConfig:
     max_response_chars: int = default("max-response-chars")
     repeats: int = default("repeats")
     concurrency: int = default("concurrency")
+    max_cost: float | None = default("max-cost")            # US dollars; the model client enforces it
     timeout: float = default("timeout")                     # seconds per model request
     deadline: float | None = default("deadline")            # seconds per call with its retries (2.5 x timeout)
     max_retries: int = 4
@@ -145,7 +146,7 @@ class RunConfig:
 
     def client_options(self) -> dict[str, Any]:
         """Keyword arguments of the run's ``ModelClient``."""
-        return {"api_base": self.api_base, "timeout": self.timeout, "deadline": self.deadline,
+        return {"api_base": self.api_base, "timeout": self.timeout, "deadline": self.deadline, "max_cost": self.max_cost,
                 "max_retries": self.max_retries, "concurrency": self.concurrency,
                 "concurrency_per_endpoint": self.concurrency_per_endpoint, "max_tokens": dict(self.max_tokens),
                 "structured_output": self.structured_output, "system_prompt": self.system_prompt}

@@ -27,6 +27,13 @@ class ModelError(Exception):
         super().__init__(scrub(message))
 
 
+class CostCapReached(Exception):
+    """``--max-cost``: the call was not made, because it could have taken the run's spending past the cap.
+
+    Not a ModelError: an episode it stops ends as ``budget`` (right-censored, never the narrator's failure,
+    never an unknown outcome counted against the error budget)."""
+
+
 @dataclass(frozen=True)
 class Completion:
     text: str

@@ -74,7 +74,8 @@ def run_rows(results: RunResults | Mapping[str, Any], label: str, *,
         "repeats": config.get("repeats") or 1,
         "episodes": len(episodes),
         "judged": n,
-        "errors": len(episodes) - n,
+        "errors": m["unknown"],
+        "budget": m["budget"],
         "narrator_errors": sum(is_narrator_error(e) for e in episodes),
         "survival": survival,
         "avg_turns": m["avg_turns"] if n else None,
@@ -164,11 +165,13 @@ def sections(rows: Sequence[Row]) -> list[Section]:
     label = Column("run", lambda r: Cell(str(r["label"])), numeric=False)
     survival = Section(
         "Survival: no confirmed conflict or narrator error through turn T (Kaplan-Meier, 95% log-log interval)",
-        (label, Column("episodes", lambda r: Cell(f"{r['judged']}" + (f" (+{r['errors']} err)" if r["errors"] else ""))),
+        (label, Column("episodes", lambda r: Cell(f"{r['judged']}" + (f" (+{r['errors']} err)" if r["errors"] else "")
+                                                  + (f" (+{r['budget']} cut)" if r.get("budget") else ""))),
          Column("max turns", _num("max_turns")),
          *(Column(f"survival@{t}", _survival_at(t)) for t in SURVIVAL_TURNS),
          Column("avg turns", _num("avg_turns", "{:.2f}"))),
-        note="Turn limit, script end and unknown outcomes (auditor, model, player errors) are censored at their last "
+        note="Turn limit, script end, budget (cut by --max-cost) and unknown outcomes (auditor, model, player errors) "
+             "are censored at their last "
              "turn; narrator errors are failures. n/a (k of N reached T): fewer than half the episodes were "
              "observed up to T.",
     )
@@ -191,7 +194,9 @@ def sections(rows: Sequence[Row]) -> list[Section]:
             label, Column("successes", _num("successes")), Column("conflict-free", _num("conflict_free")),
             Column("turn limit", _num("turn_limit")), Column("script exhausted", _num("script_exhausted")),
             Column("narrator errors", _num("narrator_errors")),
-            Column("unknown (errors)", lambda r: Cell(str(r["errors"]))), Column("tokens", _num("tokens", "{:,}")),
+            Column("unknown (errors)", lambda r: Cell(str(r["errors"]))),
+            *((Column("cut (budget)", _num("budget")),) if any(r.get("budget") for r in rows) else ()),
+            Column("tokens", _num("tokens", "{:,}")),
             Column("cached", lambda r: Cell(_pct(r.get("cached_share")))),
             Column("cost", _num("cost_usd", "${:.4f}"))),
                 note="cached: share of the prompt tokens a provider's prompt cache served (priced at the cost map's "
