@@ -307,11 +307,7 @@ class ModelClient:
         """Whether a call for ``model`` goes through litellm (directly or under a cassette)."""
         if self.transport is not None and getattr(self.transport, "inner", None) != self.model_call:
             return False
-        if self.lean:
-            from .openai_compat import handles
-
-            return not handles(model)
-        return True
+        return not (self.lean and _lean_handles(model))
 
     async def _call(self, request: dict[str, Any], mode: str | None) -> Completion:
         if self.max_cost is not None and self._price(request["model"]) is None:
@@ -393,18 +389,22 @@ class ModelClient:
 
     async def model_call(self, request: dict[str, Any]) -> Completion:
         """One attempt at a request, by the lean path or litellm (the transport cassettes wrap)."""
-        if self.lean:
-            from .openai_compat import LeanTransport, handles
+        if self.lean and _lean_handles(request["model"]):
+            if self._lean_transport is None:
+                from .openai_compat import LeanTransport
 
-            if handles(request["model"]):
-                if self._lean_transport is None:
-                    self._lean_transport = LeanTransport(api_base=self.api_base, api_key=self.api_key,
-                                                         timeout=self.timeout)
-                return await self._lean_transport(request, request_params(request))
+                self._lean_transport = LeanTransport(api_base=self.api_base, api_key=self.api_key,
+                                                     timeout=self.timeout)
+            return await self._lean_transport(request, request_params(request))
         return await self._litellm_call(request)
 
     async def _litellm_call(self, request: dict[str, Any]) -> Completion:
         return await litellm_call(request, api_base=self.api_base, api_key=self.api_key, timeout=self.timeout)
+
+
+def _lean_handles(model: str) -> bool:
+    """Whether the lean path serves ``model`` (``openai_compat.handles``, without importing it per call)."""
+    return model.startswith("openai/")
 
 
 def endpoint_label(api_base: str | None, model: str) -> str:

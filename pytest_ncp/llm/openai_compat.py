@@ -57,6 +57,7 @@ class LeanTransport:
         self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]] = \
             weakref.WeakKeyDictionary()
         self._prices: dict[str, Price | None] = {}
+        self._resolved: tuple[str, str] | None = None
 
     async def _session(self) -> Any:
         loop = asyncio.get_running_loop()
@@ -80,6 +81,12 @@ class LeanTransport:
         return held[0]
 
     def _endpoint(self) -> tuple[str, str]:
+        if self._resolved is None:
+            self._resolved = self._resolve_endpoint()
+        return self._resolved
+
+    def _resolve_endpoint(self) -> tuple[str, str]:
+        """The URL and key, from the client's settings or the environment: read once per transport."""
         base = self.api_base or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") \
             or DEFAULT_BASE
         key = self.api_key or os.environ.get("OPENAI_API_KEY")
