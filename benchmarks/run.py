@@ -1,90 +1,96 @@
-"""Speed and size figures of the engine, printed as one table (not a test: nothing here asserts).
+"""What a user gets: speed, cost and cache figures of ``ncp run``, printed as one table (figures, not tests).
 
-    python benchmarks/run.py                  # the whole table, L = 300 ms (about 10 minutes on 2 cores)
+    python benchmarks/run.py                  # the whole table, L = 300 ms (about 6 minutes on 2 cores)
     python benchmarks/run.py --latency 0.2    # another scripted model latency L
     python benchmarks/run.py --quick          # fewer turns and episodes, for a first look
 
-Every model call goes to the bundled scripted server on 127.0.0.1, run in child processes so their
-HTTP work does not share our interpreter lock. The narrator is the built-in LLM narrator, so a turn
-is one narrator call plus the audit's (four steps in one round trip); the player is scripted.
+Every headline figure is a fresh process running ``ncp run`` with default options (fresh client, cold start
+included: interpreter, imports, the structured-output probe, as a user's CI run has it), against the bundled
+scripted server in a child process (its HTTP work shares the machine's cores, not our interpreter). The
+narrator is the built-in LLM narrator (one model call per turn), the auditor the real four-step audit, the
+player scripted; traces and results are written. Options other than defaults are named in each row:
+``--max-turns`` sets the episode length and ``--concurrency N`` lets N episodes run at once (the default,
+16, runs 24 episodes in two waves: the "defaults" row shows what that costs).
 
-Columns: "now" is the default schedule (pipelined turns, lean OpenAI-compatible calls); "sequential"
-audits each turn before playing the next (--no-pipeline); "litellm only" sends every call through
-litellm (NCP_LEAN_CALLS=0), as before the lean path.
-  1. per-turn wall time of one episode, as a multiple of L                       (target <= 1.15)
-  2. wall time of 24 episodes / 1 episode, same turns                            (target <= 1.2)
-  3. wall time of 200 episodes / 1 episode, same turns (also with --workers 2)   (target <= 2.0)
-  4. CPU per model call, whole stack (engine, prompts, parsing, client, traces)  (target <= 2.5 ms)
-  5. peak memory (max RSS) of 200 concurrent episodes x 20 turns                 (target <= 400 MB)
-  6. auditor prompt words at turn 5 vs turn 50 with a fixed ledger               (ledger growth only)
+  1. per-turn wall time, 1 episode, as a multiple of L             (target <= 1.1; a warm in-process figure beside)
+  2. wall time of 24 episodes / 1 episode, same turns              (target <= 1.2), and with every option default
+  3. wall time of 192 episodes / 1 episode, same turns             (target <= 3.0)
+  4. CPU per model call, whole stack: the slope of two fresh runs   (target <= 0.5 ms)
+  5. auditor prompt characters in a prefix already sent earlier in the run, 24 specs, demo script (target >= 85%)
+  6. tokens per audited turn, by step, the same run                (a prompt change that makes the auditor dearer)
+  7. --max-cost overshoot over the cap, priced model names         (target <= 5%)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import json
 import os
-import re
 import resource
 import subprocess
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pytest_ncp.core.config import RunConfig  # noqa: E402
-from pytest_ncp.llm import ModelClient  # noqa: E402
-from pytest_ncp.engine.players import ScriptedPlayer  # noqa: E402
-from pytest_ncp.engine.runner import Runner  # noqa: E402
-from pytest_ncp.core.spec import parse_spec  # noqa: E402
 from pytest_ncp.testing import ScriptedModelServer  # noqa: E402
 
-CALIGARI = (ROOT / "specs" / "caligari.yaml").read_text()
 TMP = Path(os.environ.get("TMPDIR", tempfile.gettempdir())) / "ncp-bench"
+NARRATOR = "pytest_ncp.narrators:LLMNarrator"
+PRICED = "openai/gpt-4o-mini"
+CAP_COMPLETION = 120  # completion tokens the scripted server reports per call in figure 7
 
 
-def twins(n: int):
-    return [parse_spec(CALIGARI.replace("id: caligari\n", f"id: twin-{i}\n", 1), f"twin-{i}.yaml") for i in range(n)]
+# --- the scripted server, in a child process ---------------------------------------------------------------
+
+def _usage(request: Any) -> dict[str, int]:
+    # Figure 7: about what a provider reports (4 bytes per prompt token), so the cap's byte bound is honest.
+    return {"prompt_tokens": len(request.text.encode()) // 4 + 8, "completion_tokens": CAP_COMPLETION}
 
 
-def players(spec):  # module level: worker processes unpickle it
-    return ScriptedPlayer(["I wait and watch the street."] * 500)
+def _long_narration(request: Any) -> str:
+    # Figure 5's second workload: the demo's narration, then about 1,400 characters of scene, as a narrator
+    # writes (the demo's own narrations are about 150 characters). Distinct per turn, as real ones are.
+    from pytest_ncp.testing.demo import narrate
+
+    turn = len(request.body.get("messages") or [])
+    scene = " ".join(f"Lamp {turn}-{i} flickers over the crooked street, and the painted walls lean closer."
+                     for i in range(16))
+    return f"{narrate(request)} {scene}"
 
 
-def run(n, base, *, turns, pipeline=True, lean=True, workers=1, out=None):
-    """Wall seconds, CPU seconds of this process, model calls, and the results of n episodes."""
-    config = RunConfig(narrator="pytest_ncp.narrators:LLMNarrator", narrator_model="openai/narrator",
-                       auditor_model="openai/auditor", api_base=base, max_turns=turns, concurrency=max(n, 1),
-                       pipeline=pipeline)
-    client = ModelClient(api_base=base, concurrency=config.concurrency, lean=lean)
-    runner = Runner(config, out_dir=out, client=client, player_factory=players)
-    specs = twins(n)
-    cpu, started = time.process_time(), time.perf_counter()
-    if workers > 1:
-        from pytest_ncp.engine.workers import run_in_workers
+def _serve(latency: float, pipe: Any) -> None:  # runs in a child process
+    from pytest_ncp.testing.demo import install_demo_script
 
-        os.environ["NCP_LEAN_CALLS"] = "1" if lean else "0"
-        problems = run_in_workers(runner, specs, workers, player_factory=players)
-        assert not problems, problems
-        results = list(runner.results.values())
-    else:
-        results = [r.to_dict() for r in asyncio.run(runner.run(specs))]
-    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
-    bad = [r for r in results if r["termination"] != "turn_limit"]
-    assert not bad, f"an episode did not run to the turn limit: {bad[0]}"
-    return wall, cpu, client.usage.calls, results
-
-
-def _serve(latency: float, pipe) -> None:  # runs in a child process
     server = ScriptedModelServer(latency=latency).start()
     pipe.send(server.base_url)
-    pipe.recv()  # until the parent says stop
-    pipe.send(resource.getrusage(resource.RUSAGE_SELF))
+    while True:
+        command = pipe.recv()
+        if command == "stop":
+            server.stop()
+            return
+        if command == "reset":
+            server.reset()
+        elif command == "demo":
+            install_demo_script(server)
+        elif command == "long":
+            server.add(role="narrator", reply=_long_narration)
+        elif command == "usage":
+            server.add(usage=_usage)
+        elif command == "requests":  # what the parent measures: every chat request, in arrival order
+            pipe.send([{"role": r.role, "step": r.step, "status": r.status,
+                        "messages": r.body.get("messages") if r.role == "auditor" else None,
+                        "bytes": len(r.text.encode())}
+                       for r in server.requests if r.path.endswith("/chat/completions")])
+            continue
+        pipe.send("ok")
 
 
 class ServerProcess:
@@ -99,6 +105,10 @@ class ServerProcess:
         self.process.start()
         self.base_url = self.pipe.recv()
 
+    def ask(self, command: str) -> Any:
+        self.pipe.send(command)
+        return self.pipe.recv()
+
     def cpu(self) -> float:
         with open(f"/proc/{self.process.pid}/stat") as fh:
             fields = fh.read().rsplit(")", 1)[1].split()
@@ -108,32 +118,149 @@ class ServerProcess:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.process.terminate()
-        self.process.join()
+        self.pipe.send("stop")
+        self.process.join(timeout=10)
+        if self.process.is_alive():
+            self.process.terminate()
 
 
-def memory_child(base: str, lean: bool, episodes: int, turns: int) -> None:
-    """Figure 5 in a fresh process, so nothing measured before counts: prints max RSS in MB."""
-    out = TMP / f"memory-{'lean' if lean else 'litellm'}"
-    wall, _, calls, results = run(episodes, base, turns=turns, lean=lean, out=out)
-    # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the parent across fork + exec, so a
-    # child of a big benchmark process would report the parent's size.
-    with open("/proc/self/status") as fh:
-        peak = int(fh.read().split("VmHWM:")[1].split()[0]) / 1024
-    print(json.dumps({"peak_mb": peak, "wall": wall, "calls": calls, "episodes": len(results)}))
+# --- fresh ncp run processes ---------------------------------------------------------------------------------
+
+def twins(n: int) -> Path:
+    """A folder of ``n`` copies of the caligari spec under other ids and titles (every prompt is its own)."""
+    folder = TMP / f"twins-{n}"
+    if not folder.exists():
+        folder.mkdir(parents=True)
+        text = (ROOT / "specs" / "caligari.yaml").read_text()
+        for i in range(n):
+            twin = text.replace("id: caligari\n", f"id: twin-{i}\n", 1).replace(
+                "title: The Cabinet of Dr. Caligari\n", f"title: Twin {i} of Caligari\n", 1)
+            (folder / f"twin-{i}.yaml").write_text(twin)
+    return folder
 
 
-def memory(base: str, lean: bool, episodes: int, turns: int) -> dict:
-    env = {**os.environ, "NCP_LEAN_CALLS": "1" if lean else "0"}
-    proc = subprocess.run([sys.executable, __file__, "--memory-child", base, "--episodes", str(episodes),
-                           "--turns", str(turns)], capture_output=True, text=True, env=env, check=True)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+def first_specs(n: int) -> Path:
+    folder = TMP / f"specs-{n}"
+    if not folder.exists():
+        folder.mkdir(parents=True)
+        for path in sorted(p for p in (ROOT / "specs").glob("*.yaml"))[:n]:
+            (folder / path.name).write_text(path.read_text())
+    return folder
 
+
+def ncp_run(base: str, specs: Path, *options: str, out: Path | None = None, narrator_model: str = "openai/narrator",
+            auditor_model: str = "openai/auditor") -> dict[str, Any]:
+    """One fresh ``ncp run`` process: wall seconds (spawn to exit), CPU seconds (it and its workers), exit code."""
+    command = [sys.executable, "-m", "pytest_ncp.cli", "run", "--narrator", NARRATOR, "--narrator-model",
+               narrator_model, "--auditor-model", auditor_model, "--api-base", base, "--specs", str(specs), *options]
+    if out is not None:
+        command += ["--out", str(out)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NCP_")}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=TMP)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if proc.returncode not in (0, 1, 7):
+        raise RuntimeError(f"ncp run exited {proc.returncode}: {proc.stderr[-2000:]}")
+    return {"wall": wall, "cpu": cpu, "code": proc.returncode, "stdout": proc.stdout}
+
+
+def chat(server: ServerProcess) -> list[dict[str, Any]]:
+    return [r for r in server.ask("requests") if r["status"] == 200]
+
+
+# --- figure 1's warm companion: the engine in this process, client warmed first ---------------------------
+
+def warm_per_turn(base: str, turns: int) -> float:
+    from pytest_ncp.core.config import RunConfig
+    from pytest_ncp.core.spec import load_spec
+    from pytest_ncp.engine.runner import Runner
+    from pytest_ncp.llm import ModelClient
+
+    config = RunConfig(narrator=NARRATOR, narrator_model="openai/narrator", auditor_model="openai/auditor",
+                       api_base=base, max_turns=turns)
+    client = ModelClient(**config.client_options())
+    spec = load_spec(twins(1) / "twin-0.yaml")
+    asyncio.run(Runner(RunConfig(**{**config.__dict__, "max_turns": 2}), client=client).run([spec]))  # warm up
+    started = time.perf_counter()
+    asyncio.run(Runner(config, client=client).run([spec]))
+    return time.perf_counter() - started
+
+
+# --- figure 5: the prefix share --------------------------------------------------------------------------
+
+def _common(a: str, b: str) -> int:
+    n, i, step = min(len(a), len(b)), 0, 256
+    while i + step <= n and a[i:i + step] == b[i:i + step]:
+        i += step
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def prompt_text(messages: list[dict[str, Any]]) -> str:
+    """A request's prompt as a provider's cache sees it: every message, role and content, in order."""
+    return "".join(f"\x00{m.get('role')}\x00{m.get('content')}" for m in messages)
+
+
+def prefix_share(prompts: list[str]) -> tuple[float, int]:
+    """Characters of each prompt in the longest prefix it shares with any earlier prompt of the run, summed,
+    over all characters. The longest prefix shared with any string of a set is shared with one of its
+    neighbours in sorted order, so each prompt is compared with two."""
+    seen: list[str] = []
+    shared = total = 0
+    for text in prompts:
+        k = bisect.bisect_left(seen, text)
+        best = max([_common(seen[j], text) for j in (k - 1, k) if 0 <= j < len(seen)], default=0)
+        shared += best
+        total += len(text)
+        seen.insert(k, text)
+    return shared / total if total else 0.0, total
+
+
+def tasks_share(requests: list[dict[str, Any]]) -> float:
+    """Share of the auditor prompt characters in each step's own part (from its ``TASK:`` on): no prefix order
+    shares those across the steps of a turn while the story state and the turn's data are shared too."""
+    own = total = 0
+    for r in requests:
+        text = prompt_text(r["messages"])
+        total += len(text)
+        at = text.find("\nTASK: ")
+        own += len(text) - at if at >= 0 else 0
+    return own / total if total else 0.0
+
+
+def tokens_per_turn(out: Path) -> tuple[dict[str, tuple[float, float]], int]:
+    """Prompt and completion tokens per audited turn, by step (the auditor's from the traces' auditor_calls;
+    the narrator's from each episode's totals minus its auditor calls), as the scripted server counts them."""
+    sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    turns = 0
+    results = json.loads((out / "results.json").read_text())
+    for episode in results["episodes"]:
+        audit_prompt = audit_completion = 0
+        for line in (out / episode["trace"]).read_text().splitlines():
+            record = json.loads(line)
+            if record["event"] != "turn":
+                continue
+            turns += 1
+            for call in record["auditor_calls"]:
+                sums[call["step"]][0] += call["prompt_tokens"]
+                sums[call["step"]][1] += call["completion_tokens"]
+                audit_prompt += call["prompt_tokens"]
+                audit_completion += call["completion_tokens"]
+        sums["narrator"][0] += (episode.get("prompt_tokens") or 0) - audit_prompt
+        sums["narrator"][1] += (episode.get("completion_tokens") or 0) - audit_completion
+    return {step: (p / turns, c / turns) for step, (p, c) in sums.items()}, turns
+
+
+# --- the table -------------------------------------------------------------------------------------------
 
 class Rows(list):
     """The table's rows, each also printed as soon as it is measured (the whole table comes at the end)."""
 
-    def append(self, row) -> None:
+    def append(self, row: Any) -> None:
         super().append(row)
         print(" | ".join(row), f"| load {os.getloadavg()[0]:.1f}", flush=True)
 
@@ -142,87 +269,118 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--latency", type=float, default=0.3, help="the scripted model's latency L (seconds)")
     parser.add_argument("--quick", action="store_true", help="fewer turns and episodes")
-    parser.add_argument("--memory-child", metavar="BASE", help=argparse.SUPPRESS)
-    parser.add_argument("--episodes", type=int, default=200, help=argparse.SUPPRESS)
-    parser.add_argument("--turns", type=int, default=20, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.memory_child:
-        memory_child(args.memory_child, os.environ.get("NCP_LEAN_CALLS", "1") != "0", args.episodes, args.turns)
-        return
-
+    TMP.mkdir(parents=True, exist_ok=True)
     L = args.latency
-    long, turns, many = (6, 4, 60) if args.quick else (20, 10, 200)
+    long, turns, many = (8, 4, 48) if args.quick else (20, 10, 192)
     load_before = os.getloadavg()
     rows = Rows()
-    schedules = (("now", {}), ("seq", {"pipeline": False}), ("litellm", {"lean": False}))
-    with ServerProcess(L) as slow, ServerProcess(0.0) as fast, ScriptedModelServer() as local:
-        run(2, fast.base_url, turns=2)  # warm up: imports, connections
-        run(2, fast.base_url, turns=2, lean=False)
+    with ServerProcess(L) as slow, ServerProcess(0.0) as fast:
+        # 1. one episode, fresh process: per-turn wall time / L (cold start included), and warm in-process
+        start = ncp_run(fast.base_url, twins(1), "--max-turns", "1")["wall"]
+        one = ncp_run(slow.base_url, twins(1), "--max-turns", str(long))["wall"]
+        warm = warm_per_turn(slow.base_url, long)
+        rows.append(("1. per-turn wall time, 1 episode, x L", f"{one / long / L:.2f}", "<= 1.1",
+                     f"{one:.2f} s for {long} turns at L = {L * 1000:.0f} ms, fresh `ncp run`; its cold start (a "
+                     f"1-turn run at L = 0) {start:.2f} s; warm, in-process: {warm / long / L:.2f} x L"))
 
-        # 1. one episode: per-turn wall time / L. The first narration has no audit to overlap with, so
-        # a pipelined episode of n turns takes (n + 1) round trips: more turns, closer to 1.
-        one = {name: run(1, slow.base_url, turns=long, **kw)[0] for name, kw in schedules}
-        rows.append(("1. per-turn wall time, 1 episode, x L", f"{one['now'] / long / L:.2f}",
-                     f"{one['seq'] / long / L:.2f}", f"{one['litellm'] / long / L:.2f}", "<= 1.15",
-                     f"{one['now'] / long * 1000:.0f} ms per turn at L = {L * 1000:.0f} ms, {long} turns, "
-                     f"LLM narrator + 4-step audit"))
+        # 2. 24 episodes vs 1, fresh processes; then with every option at its default (concurrency 16)
+        one = ncp_run(slow.base_url, twins(1), "--max-turns", str(turns))["wall"]
+        w24 = ncp_run(slow.base_url, twins(24), "--max-turns", str(turns), "--concurrency", "24")["wall"]
+        d24 = ncp_run(slow.base_url, twins(24), "--max-turns", str(turns))["wall"]
+        rows.append(("2. 24 episodes vs 1 episode", f"{w24 / one:.2f}", "<= 1.2",
+                     f"{w24:.2f} s vs {one:.2f} s, {turns} turns, --concurrency 24; every option default "
+                     f"(--concurrency 16: two waves): {d24:.2f} s, {d24 / one:.2f}"))
 
-        # 2. 24 episodes vs 1, both at `turns` turns
-        one = {name: run(1, slow.base_url, turns=turns, **kw)[0] for name, kw in schedules}
-        w24 = {name: run(24, slow.base_url, turns=turns, **kw)[0] for name, kw in schedules}
-        rows.append(("2. 24 episodes vs 1 episode", f"{w24['now'] / one['now']:.2f}",
-                     f"{w24['seq'] / one['seq']:.2f}", f"{w24['litellm'] / one['litellm']:.2f}", "<= 1.2",
-                     f"{w24['now']:.2f} s vs {one['now']:.2f} s, {turns} turns"))
+        # 3. 192 episodes vs 1 (workers auto: 2 processes on 2 cores)
+        slow.ask("reset")
+        slow_cpu = slow.cpu()
+        w192 = ncp_run(slow.base_url, twins(many), "--max-turns", str(turns), "--concurrency", str(many))
+        served = slow.cpu() - slow_cpu
+        calls192 = len(chat(slow))
+        rows.append((f"3. {many} episodes vs 1 episode", f"{w192['wall'] / one:.2f}", "<= 3.0",
+                     f"{w192['wall']:.1f} s vs {one:.2f} s, {turns} turns, --concurrency {many} (--workers auto: 2); "
+                     f"CPU per call, ours / the scripted server's: {w192['cpu'] / calls192 * 1000:.2f} / "
+                     f"{served / calls192 * 1000:.2f} ms"))
 
-        # 3. 200 episodes vs 1 (one process, then two worker processes)
-        def measured(**kw):
-            server = slow.cpu()
-            wall, spent, calls, _ = run(many, slow.base_url, turns=turns, **kw)
-            return wall, spent / calls * 1000, (slow.cpu() - server) / calls * 1000
+        # 4. CPU per call: the slope of two fresh runs at L = 0 (the cold start cancels out)
+        fast.ask("reset")
+        small = ncp_run(fast.base_url, twins(24), "--max-turns", "5", "--concurrency", "24")
+        n_small = len(chat(fast))
+        fast.ask("reset")
+        big = ncp_run(fast.base_url, twins(24), "--max-turns", "15", "--concurrency", "24")
+        n_big = len(chat(fast))
+        slope = (big["cpu"] - small["cpu"]) / (n_big - n_small) * 1000
+        rows.append(("4. CPU per model call, whole stack", f"{slope:.2f} ms", "<= 0.5 ms",
+                     f"(CPU of a fresh run of 24 x 15 turns - 24 x 5 turns) / (calls): ({big['cpu']:.2f} - "
+                     f"{small['cpu']:.2f}) s / ({n_big} - {n_small}); fixed cost of a run "
+                     f"{small['cpu'] - slope / 1000 * n_small:.2f} s"))
 
-        w200, ours, theirs = measured()
-        w200s, ours_s, theirs_s = measured(pipeline=False)
-        w200w, *_ = run(many, slow.base_url, turns=turns, workers=2)
-        w200l, *_ = run(many, slow.base_url, turns=turns, lean=False)
-        rows.append((f"3. {many} episodes vs 1 episode", f"{w200 / one['now']:.2f}", f"{w200s / one['seq']:.2f}",
-                     f"{w200l / one['litellm']:.2f}", "<= 2.0",
-                     f"{w200:.1f} s vs {one['now']:.2f} s (sequential {w200s:.1f} s vs {one['seq']:.2f} s); "
-                     f"--workers 2: {w200w / one['now']:.2f}; CPU per call, "
-                     f"ours / scripted server's: {ours:.2f} / {theirs:.2f} ms (sequential {ours_s:.2f} / "
-                     f"{theirs_s:.2f} ms)"))
+        # 5, 6. 24 specs, the demo's scripted auditor, every option default: prefix share, tokens per turn
+        fast.ask("reset")
+        fast.ask("demo")
+        out = TMP / "prefix"
+        ncp_run(fast.base_url, first_specs(24), out=out)
+        audits = [r for r in chat(fast) if r["role"] == "auditor"]
+        share, chars = prefix_share([prompt_text(r["messages"]) for r in audits])
+        rows.append(("5. auditor prompt characters in an already-sent prefix", f"{share:.1%}", ">= 85%",
+                     f"{len(audits)} auditor prompts, {chars:,} characters, 24 specs (the first in specs/), "
+                     f"demo script, defaults; each step's own task is {tasks_share(audits):.1%} of them"))
+        fast.ask("reset")
+        fast.ask("demo")
+        fast.ask("long")
+        ncp_run(fast.base_url, first_specs(24), out=TMP / "prefix-long")
+        long_share, _ = prefix_share([prompt_text(r["messages"]) for r in chat(fast) if r["role"] == "auditor"])
+        rows[-1] = (*rows[-1][:3], rows[-1][3] + f"; with narrations of about 1,550 characters: {long_share:.1%}")
+        print("   ", rows[-1][3], flush=True)
+        per_turn, audited = tokens_per_turn(out)
+        steps = ("narrator", "conflict_check", "fact_update", "trajectory_update", "commitment_check",
+                 "conflict_confirmation", "success_confirmation")
+        detail = ", ".join(f"{s} {per_turn[s][0]:.0f} + {per_turn[s][1]:.0f}" for s in steps if s in per_turn)
+        total = sum(p + c for p, c in per_turn.values())
+        rows.append(("6. tokens per audited turn, by step", f"{total:.0f}", "-",
+                     f"prompt + completion per audited turn ({audited} turns; the scripted server counts one "
+                     f"token per word): {detail}"))
 
-        # 4. CPU per model call, whole stack, zero-latency server in another process
-        cpu = {}
-        for name, kw in (("now", {}), ("seq", {"pipeline": False}), ("litellm", {"lean": False})):
-            _, spent, calls, _ = run(24, fast.base_url, turns=turns, out=TMP / f"cpu-{name}", **kw)
-            cpu[name] = spent / calls * 1000
-        rows.append(("4. CPU per model call, whole stack", f"{cpu['now']:.2f} ms", f"{cpu['seq']:.2f} ms",
-                     f"{cpu['litellm']:.2f} ms", "<= 2.5 ms", f"24 episodes x {turns} turns, 5 calls per turn"))
+        # 7. --max-cost overshoot: priced model names, a usage block of about 4 bytes per prompt token
+        from pytest_ncp.llm.prices import price_of
 
-        # 5. peak memory of 200 concurrent episodes x 20 turns (fresh processes)
-        mem = memory(fast.base_url, True, many, 20)
-        mem_l = memory(fast.base_url, False, many, 20)
-        rows.append((f"5. peak memory, {many} episodes x 20 turns", f"{mem['peak_mb']:.0f} MB", "-",
-                     f"{mem_l['peak_mb']:.0f} MB", "<= 400 MB",
-                     f"{mem['calls']} calls in {mem['wall']:.1f} s (litellm only: {mem_l['wall']:.1f} s)"))
+        price = price_of(PRICED)
+        assert price is not None
+        fast.ask("reset")
+        fast.ask("usage")
 
-        # 6. bounded auditor prompts
-        run(1, local.base_url, turns=50)
-        sizes = {}
-        for request in local.requests:
-            if request.step == "conflict_check":
-                sizes[int(re.search(r"TURN (\d+)\.", request.text).group(1))] = len(request.text.split())
-        rows.append(("6. auditor prompt words, turn 5 vs 50", f"{sizes[5]} vs {sizes[50]}", "-", "-", "ledger only",
-                     f"growth {sizes[50] - sizes[5]} (ledger fixed: no fact added)"))
+        def spent() -> float:
+            return sum(price.cost(r["bytes"] // 4 + 8, CAP_COMPLETION) for r in chat(fast))
 
-    header = ("figure", "now", "sequential", "litellm only", "target", "detail")
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]
+        ncp_run(fast.base_url, twins(24), "--max-turns", str(turns), "--concurrency", "24",
+                narrator_model=PRICED, auditor_model=PRICED)
+        full = spent()
+        parts = []
+        worst = 0.0
+        for fraction in (0.1, 0.5, 0.9):
+            fast.ask("reset")
+            fast.ask("usage")
+            cap = full * fraction
+            run = ncp_run(fast.base_url, twins(24), "--max-turns", str(turns), "--concurrency", "24",
+                          "--max-cost", f"{cap:.6f}", out=TMP / f"cap-{fraction}", narrator_model=PRICED,
+                          auditor_model=PRICED)
+            cut = json.loads((TMP / f"cap-{fraction}" / "results.json").read_text())["metrics"]["budget"]
+            used = spent()
+            worst = max(worst, used / cap - 1)
+            parts.append(f"cap ${cap:.4f} ({fraction:.0%}): spent ${used:.4f} ({used / cap:.1%}), {cut} cut, "
+                         f"exit {run['code']}")
+        rows.append(("7. --max-cost overshoot", f"{max(worst, 0):.1%}", "<= 5%",
+                     f"24 episodes x {turns} turns, {PRICED} names, uncapped ${full:.4f}; " + "; ".join(parts)))
+
+    header = ("figure", "measured", "target", "detail")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
     print()
     for row in [header, *rows]:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[5])
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3])
     print(f"load average before: {' '.join(f'{x:.2f}' for x in load_before)}; after: "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores; Python "
-          f"{sys.version.split()[0]}")
+          f"{sys.version.split()[0]}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
 
 
 if __name__ == "__main__":

@@ -8,11 +8,14 @@ Outcomes, as the survival curve sees them:
 - a confirmed conflict is an event (a failure) at its turn;
 - a narrator error (the narrator raised, timed out or answered nothing) is the narrator's fault: an
   event at the turn it could not play (the one after its last completed turn);
-- ``turn_limit``, ``script_exhausted`` and every other error (auditor, model, player: an *unknown*
-  outcome) are right-censored at their last completed turn: nothing is known about later turns;
+- ``turn_limit``, ``script_exhausted``, ``budget`` (cut short by ``--max-cost``) and every other error
+  (auditor, model, player: an *unknown* outcome) are right-censored at their last completed turn: nothing
+  is known about later turns;
 - ``success`` survives throughout: the story is complete.
 
-Unknown outcomes are left out of every rate and counted apart, within an error budget.
+Unknown outcomes are left out of every rate and counted apart, within an error budget; episodes the budget
+cut short are left out of every rate too and counted apart, outside the error budget (they are the run's
+choice, not a failure of anything).
 """
 
 from __future__ import annotations
@@ -50,8 +53,13 @@ def is_unknown(e: Episode) -> bool:
     return is_error(e) and not is_narrator_error(e)
 
 
+def is_cut(e: Episode) -> bool:
+    """Cut short by the run's budget (``--max-cost``): censored, never judged, never an unknown outcome."""
+    return e["termination"] == "budget"
+
+
 def is_judged(e: Episode) -> bool:
-    return not is_unknown(e)
+    return not is_unknown(e) and not is_cut(e)
 
 
 def is_conflict(e: Episode) -> bool:
@@ -234,7 +242,7 @@ def compute_metrics(episodes: Iterable[Episode], *, survival_turn: int = 20,
              for k in CONFLICT_KINDS}
     counts = {k: sum(e["termination"] == f"conflict:{k}" for e in judged) for k in CONFLICT_KINDS}
     narrator_errors = sum(is_narrator_error(e) for e in episodes)
-    unknown = len(episodes) - n
+    unknown = sum(is_unknown(e) for e in episodes)
     repeats = max((int(e.get("repeat", 0)) + 1 for e in episodes), default=1)
 
     def mean(key: str) -> float:
@@ -266,10 +274,24 @@ def compute_metrics(episodes: Iterable[Episode], *, survival_turn: int = 20,
         "conflict_free": sum(failure_turn(e) is None for e in judged),
         "turn_limit": sum(e["termination"] == "turn_limit" for e in judged),
         "script_exhausted": sum(e["termination"] == "script_exhausted" for e in judged),
+        "budget": sum(is_cut(e) for e in episodes),
         "pass_k": {str(k): pass_hat_k(episodes, k) for k in range(1, repeats + 1)} if repeats > 1 else {},
         "tokens": sum(int(e.get("tokens", 0) or 0) for e in episodes),
+        **cache_figures(episodes),
         "cost_usd": round(sum(float(e.get("cost_usd", 0) or 0) for e in episodes), 8),
+        # what the episodes' calls cost, the turns played ahead and discarded included (--max-cost counts both)
+        "spent_usd": round(sum(float(e.get("cost_usd", 0) or 0) + float((e.get("speculative") or {}).get(
+            "cost_usd", 0) or 0) for e in episodes), 8),
     }
+
+
+def cache_figures(episodes: Sequence[Episode]) -> dict[str, Any]:
+    """Prompt tokens, those a provider's prompt cache served, and their share (over the episodes that
+    recorded prompt tokens: older files did not)."""
+    prompt = sum(int(e.get("prompt_tokens") or 0) for e in episodes)
+    cached = sum(int(e.get("cached_tokens") or 0) for e in episodes)
+    return {"prompt_tokens": prompt, "cached_tokens": cached,
+            "cached_share": round(cached / prompt, 6) if prompt else None}
 
 
 # --- gates: the error budget and the survival gate ----------------------------------------------------

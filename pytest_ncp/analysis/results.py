@@ -46,7 +46,7 @@ RESULTS_VERSION: Final = 2
 _HINT = "give the results.json written by `ncp run --out DIR` or `pytest --ncp-report=DIR`, or its directory"
 
 Termination = Literal["conflict:fact", "conflict:commitment", "conflict:player_input", "success", "turn_limit",
-                      "script_exhausted", "error"]
+                      "script_exhausted", "error", "budget"]
 ConflictType = Literal["fact", "commitment", "player_input"]
 ErrorKind = Literal["narrator", "auditor", "model", "player"]
 CommitmentState = Literal["PENDING", "SATISFIED", "VIOLATED"]
@@ -130,7 +130,8 @@ class EpisodeRecord(_Record):
     spec_id: str = Field(description="The spec's id.")
     repeat: int = Field(ge=0, description="Which repeat of the spec (0-based; `--repeats`).")
     termination: Termination = Field(description="How the episode ended. `conflict:*` is a confirmed conflict; "
-                                                 "`error` comes with `error.kind`.")
+                                                 "`error` comes with `error.kind`; `budget`: cut short by the "
+                                                 "run's budget (`cut_by`), censored, owned by the budget.")
     turns: int = Field(ge=0, description="Turns completed.")
     progress: float = Field(ge=0, le=1, description="Trajectory nodes reached / nodes.")
     satisfied: float = Field(ge=0, le=1, description="Achievements and orderings whose condition was met / "
@@ -147,6 +148,12 @@ class EpisodeRecord(_Record):
     nodes_reached: int | None = Field(default=None, ge=0, description="Number of trajectory nodes reached.")
     nodes: list[NodeReached] = Field(default_factory=list, description="The nodes reached, in order.")
     tokens: int = Field(default=0, ge=0, description="Tokens of every model call of the episode.")
+    prompt_tokens: int | None = Field(default=None, ge=0, description="Of those, prompt tokens (null in files "
+                                                                      "from before the split).")
+    completion_tokens: int | None = Field(default=None, ge=0, description="Of those, completion tokens.")
+    cached_tokens: int | None = Field(default=None, ge=0, description="Of the prompt tokens, those a provider's "
+                                                                      "prompt cache served (priced at the cached "
+                                                                      "rate).")
     cost_usd: float = Field(default=0.0, ge=0, description="Cost of those calls in US dollars (list prices).")
     trace: str | None = Field(default=None, description="The episode's JSON-lines trace: relative to the results "
                                                         "folder when inside it.")
@@ -156,6 +163,8 @@ class EpisodeRecord(_Record):
                                               description="Structured-output mode used, by `endpoint|model`.")
     flags: FlagCounts | None = Field(default=None, description="What became of every flag of the conflict check.")
     fork: ForkOrigin | None = Field(default=None, description="Set on forked episodes (`ncp fork`) only.")
+    cut_by: str | None = Field(default=None, description="With termination `budget`: the option that cut the "
+                                                         "episode short (`max-cost`).")
 
     @property
     def key(self) -> str:
@@ -199,6 +208,8 @@ class RunConfigRecord(_Record):
                                                    description="The mode each `endpoint|model` ended up with.")
     system_prompt: str | None = Field(default=None, description="keep, or merge (system prompts folded into "
                                                                 "the first user message).")
+    max_cost: float | None = Field(default=None, description="The cost cap in US dollars (`--max-cost`); null "
+                                                             "when none.")
     max_response_chars: int | None = Field(default=None, ge=1, description="A narrator response longer than this "
                                                                          "was the narrator's error, before any audit.")
     survival_turn: int | None = Field(default=None, ge=0, description="Turn of the headline survival figure.")
@@ -257,9 +268,17 @@ class Metrics(_Record):
     conflict_free: int = Field(ge=0, description="Judged episodes without a failure.")
     turn_limit: int = Field(ge=0, description="Episodes that reached the turn limit.")
     script_exhausted: int = Field(ge=0, description="Episodes whose scripted inputs ran out first.")
+    budget: int = Field(default=0, ge=0, description="Episodes cut short by the run's budget (`--max-cost`): "
+                                                     "censored, left out of every rate, outside the error budget.")
     pass_k: dict[str, float | None] = Field(description="pass^k by k, with repeats (empty without).")
     tokens: int = Field(ge=0, description="Tokens of every episode.")
+    prompt_tokens: int = Field(default=0, ge=0, description="Prompt tokens of the episodes that recorded them.")
+    cached_tokens: int = Field(default=0, ge=0, description="Of those, tokens a provider's prompt cache served.")
+    cached_share: float | None = Field(default=None, ge=0, le=1, description="cached_tokens / prompt_tokens; null "
+                                                                             "without prompt tokens.")
     cost_usd: float = Field(ge=0, description="Cost of every episode in US dollars.")
+    spent_usd: float | None = Field(default=None, ge=0, description="What the episodes' calls cost, the turns "
+                                                                    "played ahead and discarded included.")
 
 
 class CanaryCase(_Record):

@@ -13,6 +13,9 @@ The parts, and the rule each applies (the stricter of the two front ends' old ru
 - **error budget**: unknown outcomes (auditor, model, player errors) of *every* recorded episode, whichever
   tests were selected, against ``--max-error-rate``; exceeded: exit 6 (the run proves nothing either way),
   which wins over every other code.
+- **cost cap** (with ``--max-cost``): episodes the cap cut short (termination ``budget``) leave the run
+  undecided, exit 7, which wins over 1: the run is not the one asked for (raise the cap). Cut episodes are
+  censored, so a survival gate they leave with too few episodes observed refuses to decide.
 - **survival gate** (with ``--min-survival``): ``Gate.check`` (measurable, budget held, >= RATE); undecided
   when the run is incomplete or survival@T is not measurable. The sequential gate of issue 21
   (``analysis/sequential.py``) is one more input: when given and decided early, its decision is the gate's.
@@ -24,7 +27,8 @@ The parts, and the rule each applies (the stricter of the two front ends' old ru
   that has nothing measurable, is undecided, never a pass.
 - **problems**: what the host reported (spec files that did not load, workers that died): exit 1.
 
-Exit code: 6 when the error budget is exceeded, else 1 when any part failed or could not decide, else 0.
+Exit code: 6 when the error budget is exceeded, else 7 when the cost cap cut episodes short, else 1 when any
+part failed or could not decide, else 0.
 Pure: the inputs are plain records and the analysis layer's own value types.
 """
 
@@ -34,8 +38,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
 
 from ..core.config import episode_key
-from ..core.exit_codes import EXIT_ERROR_BUDGET, EXIT_FAILED, EXIT_OK
-from .metrics import BudgetVerdict, Gate, GateVerdict, error_budget, is_narrator_error
+from ..core.exit_codes import EXIT_COST_CAP, EXIT_ERROR_BUDGET, EXIT_FAILED, EXIT_OK
+from .metrics import BudgetVerdict, Gate, GateVerdict, error_budget, is_cut, is_narrator_error
 
 if TYPE_CHECKING:
     from .compare import Comparison
@@ -64,12 +68,23 @@ class Budget:
 
 
 @dataclass(frozen=True)
+class CostCap:
+    """``--max-cost``: how many episodes the cap cut short, and what the run's episodes spent."""
+
+    decision: Decision
+    cap: float
+    cut: int
+    spent: float
+
+
+@dataclass(frozen=True)
 class SurvivalGate:
     decision: Decision
     gate: Gate
     fixed: GateVerdict                      # the fixed gate over the recorded episodes
     sequential: SequentialVerdict | None = None  # issue 21: set when a sequential gate was given
     incomplete: bool = False                # undecided because the run is incomplete, whatever ``fixed`` says
+    cut: int = 0                            # episodes the cost cap cut short (censored: fewer observed)
 
     @property
     def by(self) -> str:
@@ -118,7 +133,7 @@ class Problems:
     problems: tuple[str, ...]
 
 
-Part = Completeness | Budget | SurvivalGate | NarratorErrors | Canaries | Baseline | Problems
+Part = Completeness | Budget | CostCap | SurvivalGate | NarratorErrors | Canaries | Baseline | Problems
 
 
 @dataclass(frozen=True)
@@ -163,13 +178,15 @@ class Verdict:
 def decide(records: Sequence[Episode], *, gate: Gate | None = None, max_error_rate: float = 0.0,
            expected: Iterable[str] | None = None, interrupted: bool = False,
            canaries: CanaryResult | None = None, baseline: BaselineResult | None = None,
-           sequential: SequentialGate | None = None, problems: Sequence[str] = ()) -> Verdict:
+           sequential: SequentialGate | None = None, problems: Sequence[str] = (),
+           max_cost: float | None = None) -> Verdict:
     """The run's verdict (module docstring): each part's decision, then the exit code.
 
     ``records`` are the run's episode records (results.json ``episodes``), every one, whichever tests a
     host selected; ``expected`` the episode keys it set out to finish (None: the records are all of
     them). ``canaries`` / ``baseline`` are None when not asked for. ``sequential`` is issue 21's
-    ``SequentialGate`` fed with the run's outcomes, when the gate is sequential.
+    ``SequentialGate`` fed with the run's outcomes, when the gate is sequential. ``max_cost`` is the cost
+    cap (``--max-cost``), None without one.
     """
     records = list(records)
     finished = {episode_key(str(e["spec_id"]), int(e["repeat"])) for e in records}
@@ -181,8 +198,13 @@ def decide(records: Sequence[Episode], *, gate: Gate | None = None, max_error_ra
                                       missing, interrupted)]
     budget = error_budget(records, max_error_rate)
     parts.append(Budget("failed" if budget.exceeded else "passed", budget))
+    cut = sum(is_cut(e) and e.get("cut_by", "max-cost") == "max-cost" for e in records)
+    if max_cost is not None:
+        spent = sum(float(e.get("cost_usd") or 0) + float((e.get("speculative") or {}).get("cost_usd") or 0)
+                    for e in records)
+        parts.append(CostCap("undecided" if cut else "passed", max_cost, cut, spent))
     if gate is not None:
-        parts.append(_gate(gate, records, max_error_rate, complete, sequential))
+        parts.append(_gate(gate, records, max_error_rate, complete, sequential, cut))
     else:
         count = sum(is_narrator_error(e) for e in records)
         parts.append(NarratorErrors("failed" if count else "passed", count))
@@ -194,6 +216,8 @@ def decide(records: Sequence[Episode], *, gate: Gate | None = None, max_error_ra
         parts.append(Problems("failed", tuple(problems)))
     if budget.exceeded:
         code = EXIT_ERROR_BUDGET
+    elif max_cost is not None and cut:
+        code = EXIT_COST_CAP
     elif any(p.decision != "passed" for p in parts):
         code = EXIT_FAILED
     else:
@@ -202,18 +226,18 @@ def decide(records: Sequence[Episode], *, gate: Gate | None = None, max_error_ra
 
 
 def _gate(gate: Gate, records: list[Episode], max_error_rate: float, complete: bool,
-          sequential: SequentialGate | None) -> SurvivalGate:
+          sequential: SequentialGate | None, cut: int = 0) -> SurvivalGate:
     fixed = gate.check(records, max_error_rate)
     early = sequential.verdict(fixed.passed) if sequential is not None else None
     if not complete:
-        return SurvivalGate("undecided", gate, fixed, early, incomplete=True)
+        return SurvivalGate("undecided", gate, fixed, early, incomplete=True, cut=cut)
     if early is not None and early.by == "sequential":
         # Anytime-valid: an early decision holds however often the gate looked (analysis/sequential.py).
         # The error budget still applies (its own part, exit 6).
-        return SurvivalGate("passed" if early.passed else "failed", gate, fixed, early)
+        return SurvivalGate("passed" if early.passed else "failed", gate, fixed, early, cut=cut)
     if fixed.passed:
-        return SurvivalGate("passed", gate, fixed, early)
-    return SurvivalGate("failed" if fixed.decided else "undecided", gate, fixed, early)
+        return SurvivalGate("passed", gate, fixed, early, cut=cut)
+    return SurvivalGate("failed" if fixed.decided else "undecided", gate, fixed, early, cut=cut)
 
 
 def _canary_decision(c: CanaryResult) -> Decision:
@@ -236,5 +260,5 @@ def _baseline_decision(b: BaselineResult, ran: bool) -> Decision:
     return "undecided" if b.comparison.underpowered else "passed"  # too few pairs: no evidence of no regression
 
 
-__all__ = ["Baseline", "BaselineResult", "Budget", "CanaryResult", "Canaries", "Completeness", "Decision",
+__all__ = ["Baseline", "BaselineResult", "Budget", "CanaryResult", "Canaries", "Completeness", "CostCap", "Decision",
            "NarratorErrors", "Part", "Problems", "SurvivalGate", "Verdict", "decide"]

@@ -125,6 +125,8 @@ def check_specs(paths: Sequence[str], *, lint: bool, quiet: bool = False) -> tup
 
 def summary(m: dict, turn: int) -> str:
     rates = m["conflict_rates"]
+    share = m.get("cached_share")
+    cached = "" if share is None else f" ({share:.1%} of prompt tokens cached)"
     held = "n/a" if m.get("held_pct") is None else f"{m['held_pct']:.1f}%"
     if not m.get("judged", m["episodes"] - m["errors"]):
         figures = "nothing judged: every figure is n/a"
@@ -134,8 +136,9 @@ def summary(m: dict, turn: int) -> str:
                    f"commitment {rates['commitment']:.0%} / player input {rates['player_input']:.0%}, "
                    f"successes {m['successes']}, conflict-free {m['conflict_free']}, turn limit {m['turn_limit']}, "
                    f"script exhausted {m['script_exhausted']}")
+    cut = f", {m['budget']} cut short by the cost cap (budget)" if m.get("budget") else ""
     return (f"{m['episodes']} episode(s), {m['narrator_errors']} narrator error(s) (failures), {m['unknown']} "
-            f"unknown (auditor/model/player errors): survival@{turn} {m['survival_point']['text']}, {figures}, "
-            f"tokens {m['tokens']}, cost ${m['cost_usd']:.4f}")
+            f"unknown (auditor/model/player errors){cut}: survival@{turn} {m['survival_point']['text']}, {figures}, "
+            f"tokens {m['tokens']}{cached}, cost ${m['cost_usd']:.4f}")
 
 

@@ -46,7 +46,9 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     canary_cases, problem = _canary_cases(args)
     if problem:
         return usage(problem)
-    problems: list[str] = config.validate(options)
+    from ..engine.estimate import unpriced_under_cap
+
+    problems: list[str] = [*config.validate(options), *unpriced_under_cap(config)]
     if problems:
         return usage("\n  ".join(problems))
     specs, errors = load_specs(args.specs)
@@ -54,6 +56,8 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
         print(err, file=sys.stderr)
     if not specs:
         return usage(f"no valid spec found in {' '.join(args.specs)}")
+    if args.estimate:
+        return _estimate(config, specs, canary_cases)
     try:
         runner = Runner(config, out_dir=Path(args.out) if args.out else None)
     except (NarratorLoadError, ValueError) as exc:
@@ -71,6 +75,25 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     return _verdict(entries, runner.expected, gate, canaries, [*map(str, errors), *problems], args)
 
 
+def _estimate(config: Any, specs: list[Any], canary_cases: list[Any]) -> int:
+    """``--estimate``: the upper bound of the run's calls, tokens and cost; nothing runs, no model is called."""
+    from ..core.config import Shard
+    from ..engine.estimate import estimate_run
+    from ..engine.narrators import NarratorLoadError, load_narrator
+    from ..report.estimate import estimate_lines
+
+    try:
+        factory = load_narrator(config.narrator) if config.narrator else None
+    except NarratorLoadError as exc:
+        return usage(str(exc))
+    jobs = [(s, r) for s in specs for r in range(config.repeats)]
+    if config.shard:
+        jobs = Shard.parse(config.shard).select(jobs)
+    estimate = estimate_run(config, jobs, narrator_factory=factory, canaries=[c.context() for c in canary_cases])
+    print("\n".join(estimate_lines(estimate, cap=config.max_cost)))
+    return 0
+
+
 def _verdict(entries: list[dict[str, Any]], expected: set[str], gate: Gate | None, canaries: CanaryResult | None,
              problems: list[str], args: argparse.Namespace) -> int:
     """The run's verdict, through the one function the pytest session uses too: print its lines, return its
@@ -79,7 +102,7 @@ def _verdict(entries: list[dict[str, Any]], expected: set[str], gate: Gate | Non
     from ..report.verdict import verdict_lines
 
     verdict = decide(entries, gate=gate, max_error_rate=args.max_error_rate, expected=expected, canaries=canaries,
-                     problems=problems)
+                     problems=problems, max_cost=args.max_cost)
     for line in verdict_lines(verdict, "run"):
         print(line)
     return verdict.exit_code
@@ -178,7 +201,7 @@ def _report(runner: Any, jobs: list[tuple[Any, int]], canaries: CanaryResult | N
         print("offline demo: every model was the bundled scripted server; these figures judge no real model")
     if canaries is not None and canaries.summary is not None:
         runner.canaries = dict(canaries.summary)
-        runner.save()  # results.json carries the canary score (and a shard's record)
+        runner.save(force=True)  # results.json carries the canary score (and a shard's record)
     if args.out:
         print(f"results: {Path(args.out) / 'results.json'}")
     if args.shard:

@@ -19,11 +19,13 @@ __all__ = ["DEFAULT_AUDITOR_MODEL", "DEFAULT_MAX_TOKENS", "FINGERPRINT_FIELDS", 
            "config_fingerprint", "episode_key", "episode_name"]
 
 # The audit prompts' version (pytest_ncp/prompts/*.j2): bump it whenever a template's meaning changes.
-PROMPT_VERSION = "ncp-prompts/4"  # 2: the trajectory step is told when the trigger already happened; 3: quotes
+PROMPT_VERSION = "ncp-prompts/5"  # 2: the trajectory step is told when the trigger already happened; 3: quotes
 # and evidence must be substantial verbatim spans, the confirmation step sees the trajectory; 4: injection-
 # hardened data blocks (per-call delimiters, tags neutralised, the narration shown as a person reads it),
 # one system message for every audit step, and the story state first, byte for byte the same in every
-# step of a turn (provider prompt caches), facts the story added dated by turn
+# step of a turn (provider prompt caches), facts the story added dated by turn; 5: the turn's data before the
+# step's task (the four steps of a turn share everything but the task), commitment states listed only when
+# settled (issue 20)
 
 # What an episode's outcome depends on: ``--resume`` keeps an episode only when these are unchanged.
 # (Endpoint, concurrency, timeouts and cassettes change how a run is served, not what it measures.)
@@ -87,6 +89,7 @@ class RunConfig:
     max_response_chars: int = default("max-response-chars")
     repeats: int = default("repeats")
     concurrency: int = default("concurrency")
+    max_cost: float | None = default("max-cost")            # US dollars; the model client enforces it
     timeout: float = default("timeout")                     # seconds per model request
     deadline: float | None = default("deadline")            # seconds per call with its retries (2.5 x timeout)
     max_retries: int = 4
@@ -149,7 +152,7 @@ class RunConfig:
 
     def client_options(self) -> dict[str, Any]:
         """Keyword arguments of the run's ``ModelClient``."""
-        return {"api_base": self.api_base, "timeout": self.timeout, "deadline": self.deadline,
+        return {"api_base": self.api_base, "timeout": self.timeout, "deadline": self.deadline, "max_cost": self.max_cost,
                 "max_retries": self.max_retries, "concurrency": self.concurrency,
                 "concurrency_per_endpoint": self.concurrency_per_endpoint, "max_tokens": dict(self.max_tokens),
                 "structured_output": self.structured_output, "system_prompt": self.system_prompt}

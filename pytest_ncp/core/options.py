@@ -10,15 +10,11 @@ This module imports nothing outside the standard library: the pytest plugin load
 
 Adding an option is one entry here plus the code that uses it. For example ``--max-cost`` (``ncp run``,
 ``ncp demo``) and ``--ncp-max-cost`` / ini ``ncp_max_cost`` (pytest), recorded in results.json but not part
-of the resume fingerprint::
-
-    Option("max-cost", dollars, None, "stop starting new episodes once the run's calls have cost this many "
-           "US dollars (the episodes in flight finish); off by default", config=RECORDED, metavar="USD"),
-
-where ``dollars`` is a parser like ``seconds`` below (a ValueError saying what is expected). The engine
-reads it as ``RunConfig.max_cost``, declared with its type as ``max_cost: float | None = default("max-cost")``
-(``tests/unit/test_option_table.py`` fails until the field exists, and until README's option tables list
-``--max-cost`` and ``--ncp-max-cost``). An option only the front ends read (``config=None``, e.g.
+of the resume fingerprint, is the entry ``Option("max-cost", dollars, None, "...", config=RECORDED,
+metavar="USD")``, where ``dollars`` is a parser like ``seconds`` (a ValueError saying what is expected). The
+engine reads it as ``RunConfig.max_cost``, declared with its type as ``max_cost: float | None =
+default("max-cost")`` (``tests/unit/test_option_table.py`` fails until the field exists, and until README's
+option tables list ``--max-cost`` and ``--ncp-max-cost``). An option only the front ends read (``config=None``, e.g.
 ``--margin``) has no field: ``ncp`` reads ``args.margin``, the plugin ``settings.options["margin"]``.
 ``pytest=False`` keeps an option out of pytest, ``ncp=None`` out of ``ncp``; ``ncp=CALLS`` puts it on
 every command that calls a model.
@@ -98,6 +94,16 @@ def seconds(raw: Any) -> float:
         value = math.nan
     if not value > 0:  # NaN too
         raise ValueError("expected a number of seconds > 0")
+    return value
+
+
+def dollars(raw: Any) -> float:
+    try:
+        value = float(str(raw).strip().lstrip("$"))
+    except (TypeError, ValueError):
+        value = math.nan
+    if not value > 0 or math.isinf(value):  # NaN too
+        raise ValueError("expected an amount of US dollars > 0, such as 5 or 0.50")
     return value
 
 
@@ -329,6 +335,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("min-survival", gate, None, "survival gate RATE[@TURN] (TURN defaults to 20): fails when survival@TURN "
            "< RATE, or when it cannot be measured (too few episodes observed up to TURN)", metavar="RATE[@TURN]",
            notes={"pytest": "; conflicts within the gate are reported as xfail"}),
+    Option("max-cost", dollars, None, "cost cap in US dollars at the cost map's list prices: no model call starts "
+           "once what the run's calls cost, plus the most each call in flight may cost, would pass it; episodes "
+           "cut short end as budget (censored, never a narrator failure) and the run exits 7. Every model must "
+           "be priced", config=RECORDED, metavar="USD"),
+    Option("estimate", flag, False, "print an upper bound of the run's model calls, tokens and list-price cost "
+           "(per role and audit step), then exit 0 without calling a model", kind=FLAG),
     Option("max-error-rate", share, "0", "error budget: share of episodes allowed to end in an auditor, model or "
            "player error (unknown outcome), e.g. 0.05 or 5%; above it the run exits 6 (0: none allowed)",
            metavar="RATE"),

@@ -108,6 +108,14 @@ def _visible(text: str) -> tuple[str, int]:
 def read(text: str | None) -> Reading:
     """``text`` as a person reads it (see the module docstring): what the auditor is shown."""
     raw = text or ""
+    if raw.isascii():  # no format character, nothing NFKC changes, no other script: read as written
+        return Reading(raw)
+    return _read(raw)
+
+
+@lru_cache(maxsize=2048)
+def _read(raw: str) -> Reading:
+    # Every audit step of a turn shows the same narration, input and previous narration: read them once.
     visible, removed = _visible(raw)
     letters = [s for s in map(script, visible) if s]
     mostly_latin = bool(letters) and sum(s == "LATIN" for s in letters) * 2 > len(letters)

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ..core.ledger import LedgerFact
 from ..llm import Completion, ModelClient
 from ..llm.structured import NoValidAnswer, ask_again, ask_json, strip_fences
-from ..prompts import PROMPT_VERSION, call_nonce, render
+from ..prompts import PROMPT_VERSION, call_nonce, macro, render
 from ..core.quotes import check_quote, quote_in  # noqa: F401 - quote_in is part of this module's API
 from ..core.spec import NarrativeSpec
 
@@ -281,8 +281,10 @@ class LLMAuditor:
             confirmations = await _gather({
                 str(i): self._ask("conflict_confirmation", audit, **{
                     **base, "conflict": c, "unverified": status != "verified", "withdrawn": status == "withdrawn",
-                    "nonce": call_nonce(ctx.previous_response, ctx.player_input, ctx.response, c.quote,
-                                        c.explanation)})
+                    # The turn's blocks keep the turn's code (the prompt shares its prefix with the other
+                    # steps'); the flag's own blocks get a code of everything this call shows.
+                    "flag_nonce": call_nonce(ctx.previous_response, ctx.player_input, ctx.response, c.quote,
+                                             c.explanation)})
                 for i, (c, status) in enumerate(flags)
             })
             answered = [(c, status, confirmations[str(i)]) for i, (c, status) in enumerate(flags)]
@@ -311,11 +313,16 @@ class LLMAuditor:
         return audit
 
     def _variables(self, ctx: TurnContext) -> dict[str, Any]:
+        commitments = [self._commitment_view(c, ctx) for c in ctx.spec.all_commitments]
+        facts = list(ctx.facts)
+        # The delimiter code of the turn's data blocks (see prompts.call_nonce).
+        nonce = call_nonce(ctx.previous_response, ctx.player_input, ctx.response)
         return {
-            "spec": ctx.spec, "ctx": ctx, "facts": list(ctx.facts), "node_index": ctx.node_index,
-            "commitments": [self._commitment_view(c, ctx) for c in ctx.spec.all_commitments],
-            # The delimiter code of the turn's data blocks (see prompts.call_nonce).
-            "nonce": call_nonce(ctx.previous_response, ctx.player_input, ctx.response),
+            "spec": ctx.spec, "ctx": ctx, "facts": facts, "node_index": ctx.node_index, "commitments": commitments,
+            "nonce": nonce,
+            # What every step of the turn shows first, byte for byte the same: rendered once for all of them.
+            "shared": macro("_context", "state", ctx.spec, facts, commitments, ctx.node_index, ctx) + "\n"
+                      + macro("_context", "turn", ctx, nonce),
         }
 
     @staticmethod
@@ -330,8 +337,9 @@ class LLMAuditor:
         audit = TurnAudit(turn=ctx.turn)
         base = self._variables(ctx)
         evidence = [e for _, e in claims]
-        base["nonce"] = call_nonce(ctx.previous_response, ctx.player_input, ctx.response, *evidence)
         return await self._ask("success_confirmation", audit, **base,
+                               evidence_nonce=call_nonce(ctx.previous_response, ctx.player_input, ctx.response,
+                                                         *evidence),
                                claims=[{"id": c.id, "text": c.text, "evidence": e} for c, e in claims])
 
     async def _check_conflicts(self, audit: TurnAudit, base: dict[str, Any]) -> tuple[

@@ -14,12 +14,12 @@ import os
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Sequence
+from typing import IO, Any, Callable, Sequence, TypeVar
 
 from .auditor import Auditor, AuditorError, CommitmentState, TurnAudit, TurnContext
 from ..core.config import DEFAULT_MAX_RESPONSE_CHARS, episode_key, episode_name
 from ..core.ledger import FactLedger
-from ..llm import Completion, ModelClient, ModelError, Usage, current_episode, current_usage, scrub
+from ..llm import Completion, CostCapReached, ModelClient, ModelError, Usage, current_episode, current_usage, scrub
 from .narrators import Narrator, NarratorContext, accepts_argument, call_maybe_async
 from .players import Player, PlayerView
 from ..core.quotes import words
@@ -28,6 +28,9 @@ from ..core.safe_text import one_line
 from ..prompts import PROMPT_VERSION
 from ..core.spec import NarrativeSpec
 from ..core.traces import read_trace
+
+
+E = TypeVar("E", bound=BaseException)
 
 
 class Termination(str, enum.Enum):
@@ -40,6 +43,9 @@ class Termination(str, enum.Enum):
     # counted beside turn_limit (never a failure, never an error).
     SCRIPT_EXHAUSTED = "script_exhausted"
     ERROR = "error"
+    # Cut short by the run's budget (--max-cost refused a model call): right-censored at its last turn, owned
+    # by the budget (DESIGN 7.5), never a narrator failure and never an unknown outcome of the error budget.
+    BUDGET = "budget"
 
     @property
     def is_conflict(self) -> bool:
@@ -113,6 +119,7 @@ class EpisodeResult:
     speculative: Usage = field(default_factory=Usage)
     # A forked episode: {"trace", "turn", "sample"} of its origin (``ncp fork``); None for a normal one.
     fork: dict[str, Any] | None = None
+    cut_by: str | None = None  # termination budget: the option that cut it ("max-cost")
 
     @property
     def spec_id(self) -> str:
@@ -143,7 +150,7 @@ class EpisodeResult:
 
     @property
     def survived(self) -> bool:
-        return not self.termination.is_conflict and self.termination is not Termination.ERROR
+        return not self.termination.is_conflict and self.termination not in (Termination.ERROR, Termination.BUDGET)
 
     @property
     def verdicts(self) -> list[dict[str, Any]]:
@@ -179,12 +186,15 @@ class EpisodeResult:
             "error": self.error.to_dict() if self.error else None,
             "commitments": dict(self.commitment_states), "nodes_reached": self.node_index,
             "nodes": [dict(n) for n in self.nodes],
-            "tokens": self.usage.tokens, "cost_usd": round(self.usage.cost_usd, 8), "trace": self.trace,
+            "tokens": self.usage.tokens, "prompt_tokens": self.usage.prompt_tokens,
+            "completion_tokens": self.usage.completion_tokens, "cached_tokens": self.usage.cached_tokens,
+            "cost_usd": round(self.usage.cost_usd, 8), "trace": self.trace,
             "speculative": {"calls": self.speculative.calls, "tokens": self.speculative.tokens,
                             "cost_usd": round(self.speculative.cost_usd, 8)},
             "truncated_calls": len(self.usage.truncated), "structured_output": dict(self.usage.output_modes),
             "flags": self.flag_counts(),
             **({"fork": dict(self.fork)} if self.fork else {}),
+            **({"cut_by": self.cut_by} if self.cut_by else {}),
         }
 
 
@@ -201,7 +211,7 @@ class EpisodeResult:
         result = cls(spec=spec, repeat=int(end["repeat"]), termination=Termination(end["termination"]),
                      turns=int(end["turns"]), node_index=int(end.get("nodes_reached", 0)),
                      commitment_states=dict(end.get("commitments") or {}), ledger=ledger, trace=str(path),
-                     nodes=list(end.get("nodes") or []), fork=end.get("fork"))
+                     nodes=list(end.get("nodes") or []), fork=end.get("fork"), cut_by=end.get("cut_by"))
         for r in trace.of("turn"):
             v = r["verdicts"]
             result.transcript.append(Turn(r["turn"], r.get("player_input"), r["response"]))
@@ -223,7 +233,13 @@ class EpisodeResult:
             result.failure = Failure(**end["failure"])
         if end.get("error"):
             result.error = ErrorInfo(**end["error"])
-        result.usage = Usage(prompt_tokens=int(end.get("tokens", 0)), cost_usd=float(end.get("cost_usd", 0.0)))
+        prompt = end.get("prompt_tokens")
+        if prompt is None:  # a trace from before the split: every token counted as a prompt token
+            result.usage = Usage(prompt_tokens=int(end.get("tokens", 0)), cost_usd=float(end.get("cost_usd", 0.0)))
+        else:
+            result.usage = Usage(prompt_tokens=int(prompt), completion_tokens=int(end.get("completion_tokens") or 0),
+                                 cached_tokens=int(end.get("cached_tokens") or 0),
+                                 cost_usd=float(end.get("cost_usd", 0.0)))
         return result
 
 
@@ -247,6 +263,14 @@ class TraceWriter:
             self._fh.flush()
             os.fsync(self._fh.fileno())
             self._fh.close()
+
+
+class _Cut(Exception):
+    """The run's budget refused a model call of this episode: it ends as ``budget`` (``by``: the option)."""
+
+    def __init__(self, by: str, message: str):
+        self.by, self.message = by, message
+        super().__init__(message)
 
 
 class _EpisodeError(Exception):
@@ -320,6 +344,11 @@ class Episode:
             errored: _EpisodeError | None = None
             try:
                 result.termination = await self._loop(result, trace)
+            except _Cut as exc:
+                result.termination, result.cut_by = Termination.BUDGET, exc.by
+                if trace:
+                    trace.write("budget", by=exc.by, message=exc.message, turn=self._playing.get("turn", result.turns),
+                                last_completed_turn=result.turns)
             except _EpisodeError as exc:
                 errored = exc
                 result.termination = Termination.ERROR
@@ -619,9 +648,12 @@ class Episode:
         """
         try:
             return await call_maybe_async(fn, *args)
-        except _EpisodeError:
+        except (_EpisodeError, _Cut):
             raise
         except Exception as exc:  # noqa: BLE001 - the agent under test may raise anything
+            cut = _in_chain(exc, CostCapReached)  # also when a narrator wrapped it in its own exception
+            if cut is not None:
+                raise _Cut("max-cost", str(cut)) from exc
             audit = getattr(exc, "audit", None)
             model_error = _model_error_in(exc)
             if isinstance(exc, AuditorError):
@@ -634,10 +666,15 @@ class Episode:
 
 def _model_error_in(exc: BaseException) -> ModelError | None:
     """The ModelError that caused ``exc``, also when a narrator wrapped it in its own exception."""
+    return _in_chain(exc, ModelError)
+
+
+def _in_chain(exc: BaseException, kind: type[E]) -> E | None:
+    """The exception of type ``kind`` in ``exc``'s chain of causes, if any."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if isinstance(current, ModelError):
+        if isinstance(current, kind):
             return current
         seen.add(id(current))
         current = current.__cause__ or current.__context__
@@ -685,7 +722,7 @@ def format_traceback(exc: BaseException) -> str:
 
 def _call_record(c: Completion) -> dict[str, Any]:
     return {"step": c.step, "model": c.model, "attempts": c.attempts, "prompt_tokens": c.prompt_tokens,
-            "completion_tokens": c.completion_tokens, "cost_usd": c.cost_usd, "latency_s": round(c.latency_s, 4),
+            "completion_tokens": c.completion_tokens, "cached_tokens": c.cached_tokens, "cost_usd": c.cost_usd, "latency_s": round(c.latency_s, 4),
             "finish_reason": c.finish_reason, "output_mode": c.output_mode}
 
 

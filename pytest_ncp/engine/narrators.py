@@ -186,7 +186,13 @@ class LLMNarrator:
         model = self.model or context.model
         if not model:
             raise RuntimeError("LLMNarrator has no model: pass --narrator-model or set `model` on a subclass")
-        messages = render(self.prompt, default_role="system", spec=context.spec, memory=self.memory(context))
+        memory = self.memory(context)
+        key = (str(self.prompt), id(context.spec), tuple(memory))
+        cached = getattr(self, "_system", None)
+        if cached is None or cached[0] != key:  # the same spec and memory: the same system prompt, rendered once
+            cached = self._system = (key, context.spec, render(self.prompt, default_role="system", spec=context.spec,
+                                                                memory=memory))
+        messages = [dict(m) for m in cached[2]]
         for said, answered in history:
             if said:
                 messages.append({"role": "user", "content": _player(said)})

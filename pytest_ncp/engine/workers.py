@@ -65,7 +65,10 @@ def run_in_workers(runner: Runner, specs: Sequence[NarrativeSpec], workers: int,
     runner.progress.total += len(jobs)
     runner.progress.finished += len(jobs) - len(todo)
     workers = max(1, min(workers, len(todo)))
-    config = replace(runner.config, concurrency=max(1, math.ceil(runner.config.concurrency / workers)), shard=None)
+    # Each worker has its own model client: the cost cap is shared out evenly, so together they stay within it.
+    cap = runner.config.max_cost
+    config = replace(runner.config, concurrency=max(1, math.ceil(runner.config.concurrency / workers)), shard=None,
+                     max_cost=cap / workers if cap is not None else None)
     out_dir = str(runner.out_dir) if runner.out_dir is not None else None
     ctx = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads (the display)
     inbox = ctx.Queue()

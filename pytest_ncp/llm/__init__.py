@@ -13,10 +13,12 @@ from ..core.redact import scrub
 from .client import AdaptiveLimiter, ModelClient, Transport, brief_error, endpoint_label
 from .litellm_path import import_litellm
 from .request import merge_system_prompt, request_params, shape_structured
-from .types import ROLE_HEADER, STEP_HEADER, Completion, ModelError, Role, Usage, current_episode, current_usage
+from .types import (
+    ROLE_HEADER, STEP_HEADER, Completion, CostCapReached, ModelError, Role, Usage, current_episode, current_usage,
+)
 
 __all__ = [
-    "ROLE_HEADER", "STEP_HEADER", "AdaptiveLimiter", "Completion", "ModelClient", "ModelError", "Role", "Transport",
+    "ROLE_HEADER", "STEP_HEADER", "AdaptiveLimiter", "Completion", "CostCapReached", "ModelClient", "ModelError", "Role", "Transport",
     "Usage", "brief_error", "current_episode", "current_usage", "endpoint_label", "import_litellm",
     "merge_system_prompt", "request_params", "scrub", "shape_structured",
 ]

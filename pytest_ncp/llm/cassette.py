@@ -165,6 +165,8 @@ def _entry(key: str, normalised: dict[str, Any], c: Completion) -> dict[str, Any
     return {"key": key, "request": clean,
             "response": {"text": c.text, "prompt_tokens": c.prompt_tokens,
                          "completion_tokens": c.completion_tokens, "cost_usd": c.cost_usd,
+                         # only when a prompt cache served some: older cassettes stay as they were
+                         **({"cached_tokens": c.cached_tokens} if c.cached_tokens else {}),
                          "finish_reason": c.finish_reason}}
 
 
@@ -172,7 +174,8 @@ def _completion(entry: dict[str, Any], request: dict[str, Any]) -> Completion:
     r = entry["response"]
     return Completion(text=r["text"], model=request["model"], role=request["role"], step=request.get("step"),
                       prompt_tokens=int(r.get("prompt_tokens", 0)), completion_tokens=int(r.get("completion_tokens", 0)),
-                      cost_usd=float(r.get("cost_usd", 0.0)), finish_reason=r.get("finish_reason"))
+                      cached_tokens=int(r.get("cached_tokens", 0)), cost_usd=float(r.get("cost_usd", 0.0)),
+                      finish_reason=r.get("finish_reason"))
 
 
 # --- YAML that reads and diffs well: long text as literal blocks ----------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import math
 import os
 import random
@@ -23,8 +24,9 @@ from ..core.config import DEFAULT_MAX_TOKENS, OUTPUT_MODES, SYSTEM_PROMPT_MODES
 from ..core.options import default
 from ..core.redact import scrub, url_secrets
 from .litellm_path import import_litellm, litellm_call
+from .prices import Price, price_of, prompt_token_bound
 from .request import merge_system_prompt, request_params, shape_structured
-from .types import Completion, ModelError, Role, Usage, current_usage
+from .types import Completion, CostCapReached, ModelError, Role, Usage, current_usage
 
 
 # --- rate limiting -------------------------------------------------------------------------------
@@ -102,6 +104,12 @@ class ModelClient:
     once, and not while other calls wait for the endpoint: a one-request-at-a-time server is most
     likely still generating the abandoned answer. ``concurrency_per_endpoint`` sets the endpoint's
     limiter (default: five calls per episode in flight).
+
+    ``max_cost`` (``--max-cost``, US dollars at the cost map's list prices) caps what the client's calls may
+    cost: a request starts only if what the calls cost so far, plus the most each request in flight may cost
+    (its prompt counted as UTF-8 bytes, its completion at ``max_tokens``: ``llm/prices.py``), plus its own
+    most, stays within the cap. Otherwise it raises ``CostCapReached``, and so does every call after it: the
+    episodes end as ``budget``. A model with no price cannot be capped: its calls raise ``ModelError``.
     """
 
     api_base: str | None = None
@@ -119,6 +127,12 @@ class ModelClient:
     transport: Transport | None = None
     lean: bool = field(default_factory=lambda: os.environ.get("NCP_LEAN_CALLS", "1") != "0")
     usage: Usage = field(default_factory=Usage)
+    max_cost: float | None = None
+    _spent: float = field(default=0.0, repr=False)      # what the calls cost so far (for the cap)
+    _reserved: float = field(default=0.0, repr=False)   # the most the requests in flight may cost
+    _in_flight: int = field(default=0, repr=False)
+    _cap_reached: str | None = field(default=None, repr=False)  # why calls stopped, once they did
+    _prices: dict[str, Price | None] = field(default_factory=dict, repr=False)
     _limiters: dict[str, AdaptiveLimiter] = field(default_factory=dict, repr=False)
     _lean_transport: Any = field(default=None, repr=False)
     _modes: dict[str, str] = field(default_factory=dict, repr=False)          # endpoint|model -> mode
@@ -171,6 +185,60 @@ class ModelClient:
 
     def _mode_key(self, model: str) -> str:
         return f"{self.endpoint(model)}|{model}"
+
+    # --- the cost cap (--max-cost) ---------------------------------------------------------------
+    @property
+    def spent_usd(self) -> float:
+        """What this client's calls have cost so far (list prices)."""
+        return self._spent
+
+    @property
+    def cap_reached(self) -> str | None:
+        """Why the cost cap stopped calls (None while it has not)."""
+        return self._cap_reached
+
+    def _price(self, model: str) -> Price | None:
+        if model not in self._prices:
+            self._prices[model] = price_of(model)
+        return self._prices[model]
+
+    async def _reserve(self, request: dict[str, Any]) -> float:
+        """Reserve the most this request may cost before it starts, or raise ``CostCapReached``.
+
+        While the calls in flight hold too much of the cap, the request waits for them (they usually cost far
+        less than their bound); once none is in flight and it still would not fit, the cap is reached: this
+        call and every later one is refused. The check and the reservation are one synchronous step, and so
+        are a call's release and its cost (``_release``): ``spent + reserved`` never underestimates."""
+        if self.max_cost is None:
+            return 0.0
+        price = self._price(request["model"])
+        if price is None:  # _call refuses unpriced models under a cap before the first attempt
+            raise ModelError(f"{request['model']} has no price", role=request["role"], model=request["model"])
+        prompt = prompt_token_bound(request["messages"])
+        if request.get("response_format"):
+            prompt += len(json.dumps(request["response_format"]).encode("utf-8"))  # the schema is prompt too
+        most = price.bound(prompt, int(request.get("max_tokens") or 0))
+        while True:
+            if self._cap_reached is not None:
+                raise CostCapReached(self._cap_reached)
+            if self._spent + self._reserved + most <= self.max_cost:
+                self._reserved += most
+                self._in_flight += 1
+                return most
+            if self._in_flight == 0:
+                self._cap_reached = (
+                    f"cost cap of ${self.max_cost:.4f} reached (--max-cost): ${self._spent:.4f} spent, and the next "
+                    f"{request['role']} call may cost up to ${most:.4f}")
+                raise CostCapReached(self._cap_reached)
+            await asyncio.sleep(0.005)  # near the cap only: the calls in flight release their reservations
+
+    def _release(self, reserved: float, completion: Completion | None) -> None:
+        if self.max_cost is None:
+            return
+        self._reserved = max(0.0, self._reserved - reserved)
+        self._in_flight -= 1
+        if completion is not None:
+            self._spent += completion.cost_usd
 
     async def complete(
         self,
@@ -239,13 +307,13 @@ class ModelClient:
         """Whether a call for ``model`` goes through litellm (directly or under a cassette)."""
         if self.transport is not None and getattr(self.transport, "inner", None) != self.model_call:
             return False
-        if self.lean:
-            from .openai_compat import handles
-
-            return not handles(model)
-        return True
+        return not (self.lean and _lean_handles(model))
 
     async def _call(self, request: dict[str, Any], mode: str | None) -> Completion:
+        if self.max_cost is not None and self._price(request["model"]) is None:
+            raise ModelError(f"{request['role']} call to {request['model']} refused: it has no price in litellm's "
+                             "cost map, so --max-cost cannot bound what it costs", role=request["role"],
+                             model=request["model"])
         if self._through_litellm(request["model"]):
             import_litellm()  # seconds on a cold start: never counted against a request's timeout
         call = self.transport or self.model_call
@@ -259,12 +327,21 @@ class ModelClient:
             started = time.monotonic()
             try:
                 async with limiter:
+                    # The cap: reserved once the request has its slot, before its deadline starts counting.
+                    reserved = await self._reserve(request)
                     now = time.monotonic()
                     deadline_at = deadline_at or now + self.call_deadline
                     per_try = max(0.1, min(self.timeout, deadline_at - now))
                     request["timeout"] = per_try
                     started = now
-                    completion = await asyncio.wait_for(call(request), timeout=per_try + 2)
+                    answered: Completion | None = None
+                    try:
+                        answered = await asyncio.wait_for(call(request), timeout=per_try + 2)
+                    finally:
+                        self._release(reserved, answered)  # and what it cost, with no await in between
+                    completion = answered
+            except CostCapReached:
+                raise
             except Exception as exc:  # noqa: BLE001 - classified below, re-raised as ModelError
                 status, retry_after = _classify(exc)
                 timed_out = _timed_out(exc)
@@ -312,18 +389,22 @@ class ModelClient:
 
     async def model_call(self, request: dict[str, Any]) -> Completion:
         """One attempt at a request, by the lean path or litellm (the transport cassettes wrap)."""
-        if self.lean:
-            from .openai_compat import LeanTransport, handles
+        if self.lean and _lean_handles(request["model"]):
+            if self._lean_transport is None:
+                from .openai_compat import LeanTransport
 
-            if handles(request["model"]):
-                if self._lean_transport is None:
-                    self._lean_transport = LeanTransport(api_base=self.api_base, api_key=self.api_key,
-                                                         timeout=self.timeout)
-                return await self._lean_transport(request, request_params(request))
+                self._lean_transport = LeanTransport(api_base=self.api_base, api_key=self.api_key,
+                                                     timeout=self.timeout)
+            return await self._lean_transport(request, request_params(request))
         return await self._litellm_call(request)
 
     async def _litellm_call(self, request: dict[str, Any]) -> Completion:
         return await litellm_call(request, api_base=self.api_base, api_key=self.api_key, timeout=self.timeout)
+
+
+def _lean_handles(model: str) -> bool:
+    """Whether the lean path serves ``model`` (``openai_compat.handles``, without importing it per call)."""
+    return model.startswith("openai/")
 
 
 def endpoint_label(api_base: str | None, model: str) -> str:

@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from .request import request_params
-from .types import ROLE_HEADER, STEP_HEADER, Completion
+from .types import ROLE_HEADER, STEP_HEADER, Completion, cached_tokens
 
 
 async def litellm_call(request: dict[str, Any], *, api_base: str | None, api_key: str | None,
@@ -47,13 +47,17 @@ async def litellm_call(request: dict[str, Any], *, api_base: str | None, api_key
     choice = response.choices[0]
     text = choice.message.content or ""
     usage = getattr(response, "usage", None)
-    # litellm prices the call itself (from its local cost map); unknown models have no price.
+    # litellm prices the call itself (from its local cost map, cached prompt tokens at the cached rate);
+    # unknown models have no price.
     hidden = getattr(response, "_hidden_params", None) or {}
     cost = float(hidden.get("response_cost") or 0.0)
+    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
     return Completion(
         text=text, model=model, role=request["role"], step=request.get("step"),
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        prompt_tokens=prompt, completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        # litellm normalises Anthropic's cache_read_input_tokens, Gemini's cached content and DeepSeek's
+        # cache hits into prompt_tokens_details.cached_tokens
+        cached_tokens=min(cached_tokens(usage), prompt) if usage is not None else 0,
         cost_usd=cost, finish_reason=getattr(choice, "finish_reason", None),
     )
 

@@ -16,14 +16,13 @@ Request shaping stays in ``request.request_params`` so that both paths send the 
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import os
 import weakref
 from typing import Any
 
-from .litellm_path import import_litellm
-from .types import ROLE_HEADER, STEP_HEADER, Completion
+from .prices import Price, model_price, price_of  # noqa: F401 - model_price: its old home
+from .types import ROLE_HEADER, STEP_HEADER, Completion, cached_tokens
 
 DEFAULT_BASE = "https://api.openai.com/v1"
 PREFIX = "openai/"
@@ -57,7 +56,8 @@ class LeanTransport:
         self.api_base, self.api_key, self.timeout = api_base, api_key, timeout
         self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]] = \
             weakref.WeakKeyDictionary()
-        self._prices: dict[str, tuple[float, float]] = {}
+        self._prices: dict[str, Price | None] = {}
+        self._resolved: tuple[str, str] | None = None
 
     async def _session(self) -> Any:
         loop = asyncio.get_running_loop()
@@ -81,6 +81,12 @@ class LeanTransport:
         return held[0]
 
     def _endpoint(self) -> tuple[str, str]:
+        if self._resolved is None:
+            self._resolved = self._resolve_endpoint()
+        return self._resolved
+
+    def _resolve_endpoint(self) -> tuple[str, str]:
+        """The URL and key, from the client's settings or the environment: read once per transport."""
         base = self.api_base or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") \
             or DEFAULT_BASE
         key = self.api_key or os.environ.get("OPENAI_API_KEY")
@@ -116,18 +122,21 @@ class LeanTransport:
             raise HTTPError(502, f"the answer has no choices[0].message: {raw[:300]!r}",
                             _Answer(response.headers)) from None
         usage = data.get("usage") or {}
+        if not isinstance(usage, dict):
+            usage = {}
         prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
-        per_in, per_out = self.price(model)
+        cached = min(cached_tokens(usage), prompt)
+        price = self.price(model)
         return Completion(text=text, model=model, role=request["role"], step=request.get("step"),
-                          prompt_tokens=prompt, completion_tokens=completion,
-                          cost_usd=prompt * per_in + completion * per_out, finish_reason=finish_reason)
+                          prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached,
+                          cost_usd=price.cost(prompt, completion, cached) if price else 0.0,
+                          finish_reason=finish_reason)
 
-    def price(self, model: str) -> tuple[float, float]:
-        """USD per input and output token from litellm's cost map, looked up once per model."""
+    def price(self, model: str) -> Price | None:
+        """The model's list prices from litellm's cost map (``llm/prices.py``), looked up once per model."""
         if model not in self._prices:
-            self._prices[model] = model_price(model)
+            self._prices[model] = price_of(model)
         return self._prices[model]
-
 
 
 class _Answer:
@@ -135,36 +144,6 @@ class _Answer:
 
     def __init__(self, headers: Any):
         self.headers = {k.lower(): v for k, v in headers.items()}
-
-
-def model_price(model: str) -> tuple[float, float]:
-    """(input, output) USD per token of ``model`` in litellm's cost map; (0, 0) when it has no price.
-
-    When litellm is not imported yet (a run whose every model is OpenAI-compatible), its bundled map
-    is read as a file: importing litellm costs seconds and about 100 MB for one table.
-    """
-    table = _cost_map()
-    for name in (model, model[len(PREFIX):] if model.startswith(PREFIX) else None):
-        info = table.get(name) if name else None
-        if isinstance(info, dict):
-            return float(info.get("input_cost_per_token") or 0.0), float(info.get("output_cost_per_token") or 0.0)
-    return 0.0, 0.0
-
-
-@functools.lru_cache(maxsize=1)
-def _cost_map() -> dict[str, Any]:
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    if "litellm" in sys.modules and hasattr(sys.modules["litellm"], "model_cost"):
-        return sys.modules["litellm"].model_cost
-    spec = importlib.util.find_spec("litellm")
-    for folder in (spec.submodule_search_locations or []) if spec else []:
-        path = Path(folder) / "model_prices_and_context_window_backup.json"
-        if path.exists():
-            return json.loads(path.read_text(encoding="utf-8"))
-    return import_litellm().model_cost
 
 
 def _error_message(status: int, raw: bytes) -> str:

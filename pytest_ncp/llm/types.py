@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextvars
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 from ..core.redact import scrub
 
@@ -27,6 +27,13 @@ class ModelError(Exception):
         super().__init__(scrub(message))
 
 
+class CostCapReached(Exception):
+    """``--max-cost``: the call was not made, because it could have taken the run's spending past the cap.
+
+    Not a ModelError: an episode it stops ends as ``budget`` (right-censored, never the narrator's failure,
+    never an unknown outcome counted against the error budget)."""
+
+
 @dataclass(frozen=True)
 class Completion:
     text: str
@@ -36,6 +43,7 @@ class Completion:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    cached_tokens: int = 0             # of the prompt tokens, those a provider's prompt cache served
     attempts: int = 1
     latency_s: float = 0.0
     finish_reason: str | None = None   # "length": the answer was cut by max_tokens
@@ -59,6 +67,7 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    cached_tokens: int = 0  # prompt tokens served from a provider's prompt cache
     truncated: list[dict[str, Any]] = field(default_factory=list)  # calls cut by max_tokens
     output_modes: dict[str, str] = field(default_factory=dict)     # model -> structured-output mode used
 
@@ -71,6 +80,7 @@ class Usage:
         self.prompt_tokens += c.prompt_tokens
         self.completion_tokens += c.completion_tokens
         self.cost_usd += c.cost_usd
+        self.cached_tokens += c.cached_tokens
         if c.truncated:
             self.truncated.append({"role": c.role, "step": c.step, "model": c.model, "max_tokens": c.max_tokens,
                                    "completion_tokens": c.completion_tokens})
@@ -82,6 +92,29 @@ class Usage:
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
         self.cost_usd += other.cost_usd
+        self.cached_tokens += other.cached_tokens
+
+    @property
+    def cached_share(self) -> float | None:
+        """Share of the prompt tokens a provider's prompt cache served; None before any prompt token."""
+        return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else None
+
+
+def cached_tokens(usage: Any) -> int:
+    """Prompt tokens a provider's cache served, from a ``usage`` block (a dict, or litellm's Usage object).
+
+    OpenAI (and litellm, which maps Anthropic's ``cache_read_input_tokens``, DeepSeek's
+    ``prompt_cache_hit_tokens`` and Gemini's cached content tokens there): ``prompt_tokens_details.cached_tokens``;
+    the raw Anthropic and DeepSeek fields when a server sends them as they are."""
+    def get(obj: Any, key: str) -> Any:
+        return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
+
+    details = get(usage, "prompt_tokens_details")
+    for value in (get(details, "cached_tokens") if details is not None else None,
+                  get(usage, "cache_read_input_tokens"), get(usage, "prompt_cache_hit_tokens")):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return int(value)
+    return 0
 
 
 # Per-episode usage: every completion made inside an episode's task tree is added to it as well.

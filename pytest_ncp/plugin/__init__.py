@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ..core.config import episode_key
-from ..core.exit_codes import EXIT_ERROR_BUDGET
+from ..core.exit_codes import EXIT_COST_CAP, EXIT_ERROR_BUDGET
 from . import options
 from .fixtures import (  # noqa: F401 - fixtures register through the plugin module
     load_spec, ncp_api_base, ncp_auditor, ncp_client, ncp_fork, ncp_model_server, ncp_narrator, ncp_settings,
@@ -36,9 +36,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = settings
     if not settings.enabled:
         return
+    if settings.options.get("estimate"):
+        from .estimate import print_estimate
+
+        print_estimate(config, settings)  # then exits 0: nothing is collected or run, no model is called
     is_worker = hasattr(config, "workerinput")
     trace_root = settings.report or _trace_root(config)
-    ncp = config.stash[SESSION_KEY] = NcpSession(settings, is_worker=is_worker, trace_root=trace_root)
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1)) if is_worker else 1
+    ncp = config.stash[SESSION_KEY] = NcpSession(settings, is_worker=is_worker, trace_root=trace_root,
+                                                 workers=workers)
     config.pluginmanager.register(_ReportListener(ncp), "ncp-reports")
     from .collect import add_default_spec_paths
 
@@ -167,9 +173,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     ncp.close()
     code = ncp.finish()
-    # An exceeded error budget has its own exit code (6), over "tests failed": the run proves nothing.
-    if code == EXIT_ERROR_BUDGET and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        session.exitstatus = EXIT_ERROR_BUDGET
+    # An exceeded error budget (6) and a cost cap that cut episodes short (7) have their own exit codes, over
+    # "tests failed": the run proves nothing either way, or is not the run that was asked for.
+    if code in (EXIT_ERROR_BUDGET, EXIT_COST_CAP) and session.exitstatus in (pytest.ExitCode.OK,
+                                                                             pytest.ExitCode.TESTS_FAILED):
+        session.exitstatus = code
     elif code and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     try:

@@ -181,6 +181,9 @@ class _SpecItem(_NcpItem):
     def setup(self) -> None:
         self.result = self.ncp.result(self.spec, self.repeat)
         self._properties(self.result)
+        if self.result.cut_by is not None:  # the budget's outcome: neither a pass nor the narrator's failure
+            pytest.skip(f"{self.spec.id}: cut short at turn {self.result.turns} by the cost cap "
+                        f"(--ncp-{self.result.cut_by}): not judged")
         if self.result.error and self.result.error.kind != "narrator":
             from ..report.text import headline
 

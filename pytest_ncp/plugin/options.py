@@ -108,7 +108,7 @@ def resolve(config: pytest.Config) -> Settings:
             value = opts[option.name]
             opts.values[option.name] = [root / v for v in value] if option.kind == PATHS else str(root / value)
     run = RunConfig.from_options(opts)
-    problems = [*opts.problems, *run.validate(opts), *_path_problems(opts, run)]
+    problems = [*opts.problems, *run.validate(opts), *_path_problems(opts, run), *_cap_problems(opts, run)]
     if problems:
         raise pytest.UsageError("pytest-ncp: " + "\n  ".join(["invalid options:", *problems]))
     from ..analysis.metrics import Gate
@@ -123,6 +123,15 @@ def resolve(config: pytest.Config) -> Settings:
         baseline=_path(opts["baseline"]), canaries=opts["canaries"], min_canary_recall=opts["min-canary-recall"],
         canary_set=Path(opts["canary-set"]), canary_seed=opts["canary-seed"], failures=failures,
         fork_samples=opts["fork-samples"], failures_only=opts["failures-only"])
+
+
+def _cap_problems(opts: Resolved, run: RunConfig) -> list[str]:
+    """A cost cap needs every model of the run priced (``engine.estimate.unpriced_under_cap``)."""
+    if run.max_cost is None or not run.narrator:
+        return []
+    from ..engine.estimate import unpriced_under_cap
+
+    return unpriced_under_cap(run, opts.spell("max-cost"))
 
 
 def _path(value: str | None) -> Path | None:

@@ -27,9 +27,10 @@ if TYPE_CHECKING:
 
 
 class NcpSession:
-    def __init__(self, settings: Settings, *, is_worker: bool, trace_root: Path):
+    def __init__(self, settings: Settings, *, is_worker: bool, trace_root: Path, workers: int = 1):
         self.settings = settings
         self.is_worker = is_worker
+        self.workers = workers  # pytest-xdist workers of the session (each has its own model client)
         self.trace_root = settings.report or trace_root
         self.episodes: dict[str, dict[str, Any]] = {}  # episode key (spec--rN) -> its record (from reports)
         self.expected: set[str] = set()  # episode keys of the selected spec tests (results.json: complete?)
@@ -65,6 +66,11 @@ class NcpSession:
             from ..engine.runner import BackgroundRunner, Runner
 
             config = self.settings.run
+            if config.max_cost is not None and self.workers > 1:
+                # One model client per worker: the cost cap is shared out evenly, so together they stay within it.
+                from dataclasses import replace
+
+                config = replace(config, max_cost=config.max_cost / self.workers)
             if self.settings.demo:
                 from ..testing import ScriptedModelServer
                 from ..testing.demo import install_demo_script
@@ -242,7 +248,8 @@ class NcpSession:
         self.verdict = decide(
             records, gate=s.gate, max_error_rate=s.max_error_rate, expected=self.expected, interrupted=self.interrupted,
             canaries=CanaryResult(self.canary_summary, self.canary_error) if s.canaries else None,
-            baseline=BaselineResult(str(s.baseline), self.comparison, self.comparison_error) if s.baseline else None)
+            baseline=BaselineResult(str(s.baseline), self.comparison, self.comparison_error) if s.baseline else None,
+            max_cost=s.run.max_cost)
         if self.settings.report and self.episodes:
             from ..report.html import write_html
 

@@ -71,6 +71,13 @@ def _environment(directory: str) -> Any:
     return env
 
 
+def macro(template: str, name: str, *args: Any) -> str:
+    """One macro of a bundled template, rendered: the auditor renders the blocks every step of a turn shares
+    (``_context.j2``'s ``state`` and ``turn``) once per turn, not once per step."""
+    module = _environment(str(HERE)).get_template(f"{template}.j2").module
+    return str(getattr(module, name)(*args))
+
+
 def render(template: str | Path, *, default_role: str = "user", **variables: Any) -> list[dict[str, str]]:
     """Render a template into chat messages.
 
@@ -78,11 +85,14 @@ def render(template: str | Path, *, default_role: str = "user", **variables: Any
     text before a ``---- user ----`` line is the system message, the rest the user message; a
     template without the marker is one message of ``default_role``.
     """
-    path = Path(template)
-    if path.suffix or path.parent != Path("."):
-        env, name = _environment(str(path.resolve().parent)), path.name
-    else:
+    if isinstance(template, str) and template.isidentifier():  # a bundled name: every audit call has one
         env, name = _environment(str(HERE)), f"{template}.j2"
+    else:
+        path = Path(template)
+        if path.suffix or path.parent != Path("."):
+            env, name = _environment(str(path.resolve().parent)), path.name
+        else:
+            env, name = _environment(str(HERE)), f"{template}.j2"
     text = env.get_template(name).render(**variables)
     if USER_MARKER in text:
         system, user = text.split(USER_MARKER, 1)

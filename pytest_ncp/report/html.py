@@ -243,7 +243,7 @@ def _pick(value: Any, keys: Sequence[str], lists: Sequence[str] = ()) -> dict[st
 def _kind(termination: str) -> str:
     if termination.startswith("conflict:"):
         return "conflict"
-    return termination if termination in ("success", "error") else "survived"
+    return termination if termination in ("success", "error", "budget") else "survived"
 
 
 def _node_count(e: Mapping[str, Any]) -> int | None:

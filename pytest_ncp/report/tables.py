@@ -74,7 +74,8 @@ def run_rows(results: RunResults | Mapping[str, Any], label: str, *,
         "repeats": config.get("repeats") or 1,
         "episodes": len(episodes),
         "judged": n,
-        "errors": len(episodes) - n,
+        "errors": m["unknown"],
+        "budget": m["budget"],
         "narrator_errors": sum(is_narrator_error(e) for e in episodes),
         "survival": survival,
         "avg_turns": m["avg_turns"] if n else None,
@@ -88,6 +89,7 @@ def run_rows(results: RunResults | Mapping[str, Any], label: str, *,
         "script_exhausted": m["script_exhausted"],
         "pass_k": m["pass_k"],
         "tokens": m["tokens"],
+        "cached_share": m.get("cached_share"),
         "cost_usd": m["cost_usd"],
         "review": dispute_rates(reviews) if reviews else None,
         "complete": run.complete,
@@ -163,11 +165,13 @@ def sections(rows: Sequence[Row]) -> list[Section]:
     label = Column("run", lambda r: Cell(str(r["label"])), numeric=False)
     survival = Section(
         "Survival: no confirmed conflict or narrator error through turn T (Kaplan-Meier, 95% log-log interval)",
-        (label, Column("episodes", lambda r: Cell(f"{r['judged']}" + (f" (+{r['errors']} err)" if r["errors"] else ""))),
+        (label, Column("episodes", lambda r: Cell(f"{r['judged']}" + (f" (+{r['errors']} err)" if r["errors"] else "")
+                                                  + (f" (+{r['budget']} cut)" if r.get("budget") else ""))),
          Column("max turns", _num("max_turns")),
          *(Column(f"survival@{t}", _survival_at(t)) for t in SURVIVAL_TURNS),
          Column("avg turns", _num("avg_turns", "{:.2f}"))),
-        note="Turn limit, script end and unknown outcomes (auditor, model, player errors) are censored at their last "
+        note="Turn limit, script end, budget (cut by --max-cost) and unknown outcomes (auditor, model, player errors) "
+             "are censored at their last "
              "turn; narrator errors are failures. n/a (k of N reached T): fewer than half the episodes were "
              "observed up to T.",
     )
@@ -190,8 +194,13 @@ def sections(rows: Sequence[Row]) -> list[Section]:
             label, Column("successes", _num("successes")), Column("conflict-free", _num("conflict_free")),
             Column("turn limit", _num("turn_limit")), Column("script exhausted", _num("script_exhausted")),
             Column("narrator errors", _num("narrator_errors")),
-            Column("unknown (errors)", lambda r: Cell(str(r["errors"]))), Column("tokens", _num("tokens", "{:,}")),
-            Column("cost", _num("cost_usd", "${:.4f}")))),
+            Column("unknown (errors)", lambda r: Cell(str(r["errors"]))),
+            *((Column("cut (budget)", _num("budget")),) if any(r.get("budget") for r in rows) else ()),
+            Column("tokens", _num("tokens", "{:,}")),
+            Column("cached", lambda r: Cell(_pct(r.get("cached_share")))),
+            Column("cost", _num("cost_usd", "${:.4f}"))),
+                note="cached: share of the prompt tokens a provider's prompt cache served (priced at the cost map's "
+                     "cached rate); n/a when the run recorded no prompt tokens."),
     ]
     if any(r.get("review") for r in rows):
         def disputed(kind: str) -> Callable[[Row], Cell]:

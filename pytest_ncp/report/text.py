@@ -159,6 +159,14 @@ def transcript_text(result: EpisodeResult) -> str:
 # --- the paper's table ----------------------------------------------------------------------------
 
 
+def cached_text(m: Mapping[str, Any]) -> str:
+    """``12.5% (1,024 of 8,192)``: prompt tokens a provider's prompt cache served; n/a without prompt tokens."""
+    share = m.get("cached_share")
+    if share is None:
+        return "n/a"
+    return f"{share:.1%} ({m.get('cached_tokens', 0):,} of {m.get('prompt_tokens', 0):,})"
+
+
 def metrics_table(m: Mapping[str, Any], title: str = "ncp") -> str:
     """One run's metrics as the paper's table (one row per figure), with the definitions as footnotes."""
     turn = m.get("survival_turn", 20)
@@ -174,9 +182,10 @@ def metrics_table(m: Mapping[str, Any], title: str = "ncp") -> str:
         return "n/a" if value is None or not judged else f"{value:.1f}%"
 
     narrator_errors, unknown = m.get("narrator_errors", 0), m.get("unknown", m["errors"])
+    cut = m.get("budget", 0)
     rows = [
         ("episodes", f"{m['episodes']} ({narrator_errors} narrator error(s) counted as failures, {unknown} unknown "
-                     "outcome(s) excluded below)"),
+                     "outcome(s)" + (f" and {cut} cut short by the cost cap" if cut else "") + " excluded below)"),
         (f"survival@{turn} *", point.get("text", "n/a")),
         ("average turns", f"{m['avg_turns']:.2f}" if judged else "n/a"),
         ("trajectory progress", pct(m["progress_pct"])),
@@ -190,15 +199,18 @@ def metrics_table(m: Mapping[str, Any], title: str = "ncp") -> str:
         ("conflict-free", str(m["conflict_free"])),
         ("turn limit reached", str(m["turn_limit"])),
         ("script exhausted", str(m.get("script_exhausted", 0))),
+        *((("cut short (budget)", f"{cut} (by --max-cost; censored, not failures)"),) if cut else ()),
         ("tokens", f"{m['tokens']:,}"),
-        ("cost", f"${m['cost_usd']:.4f}"),
+        ("cached prompt tokens", cached_text(m)),
+        ("cost", f"${m['cost_usd']:.4f}" + (f" (${m['spent_usd']:.4f} with the turns played ahead and "
+                                              "discarded)" if cut and m.get("spent_usd") else "")),
     ]
     for k, v in (m.get("pass_k") or {}).items():
         rows.append((f"pass^{k}", "n/a" if v is None else f"{v:.1%}"))
     width = max(len(r[0]) for r in rows)
     notes = [
         f"  * Kaplan-Meier: no confirmed conflict or narrator error through turn {turn}, 95% log-log (Greenwood)",
-        "    interval; turn limit, script end and unknown outcomes are censored at their last turn; n/a when",
+        "    interval; turn limit, script end, budget and unknown outcomes are censored at their last turn; n/a when",
         "    fewer than half the episodes were observed up to that turn.",
         "  ** satisfied: achievements and orderings whose condition was met; held: invariants never violated.",
     ]

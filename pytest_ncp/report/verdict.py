@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..analysis.metrics import BudgetVerdict, GateVerdict
 from ..analysis.verdict import (
-    Baseline, Budget, Canaries, Completeness, NarratorErrors, Part, Problems, SurvivalGate, Verdict,
+    Baseline, Budget, Canaries, Completeness, CostCap, NarratorErrors, Part, Problems, SurvivalGate, Verdict,
 )
 
 
@@ -25,7 +25,15 @@ def budget_line(b: BudgetVerdict, name: str = "run") -> str:
     return line
 
 
-def gate_line(v: GateVerdict, name: str = "run") -> str:
+def cost_cap_line(c: CostCap, name: str = "run") -> str:
+    if not c.cut:
+        return f"ncp cost cap ok: the {name}'s episodes spent ${c.spent:.4f} of ${c.cap:.4f} (--max-cost)"
+    return (f"ncp cost cap REACHED: ${c.spent:.4f} spent of ${c.cap:.4f} (--max-cost); {c.cut} episode(s) were cut "
+            f"short (budget: censored, never narrator failures), so the {name} is not the one asked for: raise the "
+            "cap to finish them")
+
+
+def gate_line(v: GateVerdict, name: str = "run", cut: int = 0) -> str:
     """The fixed survival gate's sentence: PASSED, FAILED, or FAILED: cannot decide (and why)."""
     t = v.gate.turn
     if v.budget.exceeded:
@@ -40,8 +48,10 @@ def gate_line(v: GateVerdict, name: str = "run") -> str:
         return (f"ncp survival gate FAILED: cannot decide: no episode ran in this {name}, so survival@{t} cannot "
                 "be measured")
     if not v.point.measurable:
+        why = (f"the cost cap cut {cut} episode(s) short (raise --max-cost)" if cut else
+               "run more turns, or gate on an earlier turn")
         return (f"ncp survival gate FAILED: cannot decide: survival@{t} is {v.point.text()}; too few "
-                f"episodes were observed up to turn {t} (run more turns, or gate on an earlier turn)")
+                f"episodes were observed up to turn {t} ({why})")
     errors = f", {v.narrator_errors} narrator error(s) counted as failures" if v.narrator_errors else ""
     verdict = "PASSED" if v.passed else "FAILED"
     return (f"ncp survival gate {verdict}: survival@{t} = {v.point.text()}, {v.point.observed} of "
@@ -66,7 +76,7 @@ def _gate(g: SurvivalGate, name: str) -> list[str]:
         verdict = "PASSED" if g.decision == "passed" else "FAILED"
         return [f"ncp survival gate {verdict} (sequential): {g.sequential.text()}; survival@{g.gate.turn} "
                 f"{'>=' if g.decision == 'passed' else '<'} {g.gate.rate:.1%} at the gate's confidence"]
-    return [gate_line(g.fixed, name)]
+    return [gate_line(g.fixed, name, g.cut)]
 
 
 def _canaries(c: Canaries) -> list[str]:
@@ -96,6 +106,8 @@ def part_lines(part: Part, name: str = "run") -> list[str]:
     if isinstance(part, Budget):
         b = part.budget
         return [budget_line(b, name)] if b.unknown or b.exceeded else []
+    if isinstance(part, CostCap):
+        return [cost_cap_line(part, name)]
     if isinstance(part, SurvivalGate):
         return _gate(part, name)
     if isinstance(part, NarratorErrors):

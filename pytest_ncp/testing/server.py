@@ -10,6 +10,7 @@ Typical use::
     with ScriptedModelServer() as server:
         server.add(step="conflict_check", reply={"conflicts": [{"fact": "f1"}]}, times=1)
         server.add(role="narrator", status=429, headers={"Retry-After": "0.1"}, times=1)
+        server.add(role="auditor", usage={"prompt_tokens": 1200, "prompt_tokens_details": {"cached_tokens": 1024}})
         litellm.completion(model="openai/test-model", api_base=server.base_url, api_key="sk-test",
                            messages=[{"role": "user", "content": "hi"}])
         assert server.requests[0].status == 200
@@ -103,7 +104,10 @@ class Rule:
     """A scripted answer and the conditions under which it is given.
 
     Every matcher that is not None must match. ``times=None`` means unlimited; ``hits`` counts how
-    often the rule has answered so a test can assert a scripted turn was actually reached.
+    often the rule has answered so a test can assert a scripted turn was actually reached. ``usage``
+    (a mapping, or a callable of the request returning one) is merged over the answer's ``usage`` block,
+    whose default counts one token per word: a test sets what a provider would report (cached tokens in
+    ``prompt_tokens_details``, a size worth a price).
     """
 
     step: str | None = None
@@ -117,6 +121,7 @@ class Rule:
     body: str | bytes | None = None
     delay: float = 0.0
     times: int | None = None
+    usage: Mapping[str, Any] | Any = None
     hits: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
@@ -155,6 +160,7 @@ class _Answer:
     content: str | None  # message content for 200 answers, error message otherwise
     body: bytes | None  # verbatim override of the whole HTTP body
     delay: float
+    usage: Mapping[str, Any] | None = None  # merged over the default usage block
 
 
 def _message_text(body: Mapping[str, Any]) -> str:
@@ -393,12 +399,13 @@ class ScriptedModelServer:
         body: str | bytes | None = None,
         delay: float = 0.0,
         times: int | None = None,
+        usage: Mapping[str, Any] | Any = None,
     ) -> Rule:
         """Script an answer. Later rules win over earlier ones; ``reply=None`` keeps the default."""
         rule = Rule(
             step=step, role=role, model=model, contains=contains, regex=regex, reply=reply,
             status=status, headers=dict(headers) if headers else None, body=body, delay=delay,
-            times=times,
+            times=times, usage=usage,
         )
         with self._lock:
             self._rules.append(rule)
@@ -462,7 +469,8 @@ class ScriptedModelServer:
             reply = default_reply(request.step, request.role)
         raw = body.encode("utf-8") if isinstance(body, str) else body
         content = None if reply is None else _encode_content(reply)
-        return _Answer(int(status), headers, content, raw, float(delay))
+        usage = rule.usage(request) if callable(rule.usage) else rule.usage
+        return _Answer(int(status), headers, content, raw, float(delay), dict(usage) if usage else None)
 
     def _handle(self, handler: _Handler, method: str) -> None:
         received_at = time.monotonic()
@@ -587,11 +595,11 @@ class ScriptedModelServer:
         elif answer.status != 200:
             self._send_error(handler, answer.status, answer.content, answer.headers)
         elif stream:
-            self._send_stream(handler, body, model, text, answer.content or "", answer.headers)
+            self._send_stream(handler, body, model, text, answer.content or "", answer.headers, answer.usage)
         else:
             content, finish = self._limit(answer.content or "", body.get("max_tokens"))
             self._send_json(
-                handler, 200, self._completion(model, text, content, finish), answer.headers
+                handler, 200, self._completion(model, text, content, finish, answer.usage), answer.headers
             )
 
     def _limit(self, content: str, max_tokens: Any) -> tuple[str, str]:
@@ -622,15 +630,16 @@ class ScriptedModelServer:
             ],
         }
 
-    def _usage(self, text: str, content: str) -> dict[str, int]:
+    def _usage(self, text: str, content: str, scripted: Mapping[str, Any] | None = None) -> dict[str, Any]:
         prompt, completion = _word_count(text), _word_count(content)
-        return {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        }
+        usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion}
+        usage.update(scripted or {})
+        if "total_tokens" not in (scripted or {}):
+            usage["total_tokens"] = int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
+        return usage
 
-    def _completion(self, model: str | None, text: str, content: str, finish: str = "stop") -> dict[str, Any]:
+    def _completion(self, model: str | None, text: str, content: str, finish: str = "stop",
+                    usage: Mapping[str, Any] | None = None) -> dict[str, Any]:
         return {
             "id": f"chatcmpl-scripted-{next(self._ids)}",
             "object": "chat.completion",
@@ -645,7 +654,7 @@ class ScriptedModelServer:
                     "finish_reason": finish,
                 }
             ],
-            "usage": self._usage(text, content),
+            "usage": self._usage(text, content, usage),
         }
 
     def _send_stream(
@@ -656,6 +665,7 @@ class ScriptedModelServer:
         text: str,
         content: str,
         headers: Mapping[str, str],
+        usage: Mapping[str, Any] | None = None,
     ) -> None:
         base = {
             "id": f"chatcmpl-scripted-{next(self._ids)}",
@@ -676,7 +686,7 @@ class ScriptedModelServer:
         final = chunk({}, "stop")
         options = body.get("stream_options")
         if isinstance(options, Mapping) and options.get("include_usage") is True:
-            final["usage"] = self._usage(text, content)
+            final["usage"] = self._usage(text, content, usage)
         events.append(final)
         payload = "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
         # The whole stream is known up front, so it is sent with a Content-Length and the

@@ -233,7 +233,8 @@ def test_the_scripted_auditor_finds_a_case_whose_narration_carries_the_closing_t
     extra = {"trajectory_update": {"node": ctx.spec.trajectory[ctx.node_index]},
              "commitment_check": {"pending": base["commitments"]},
              "conflict_confirmation": {"conflict": {"type": "fact", "fact_ids": [], "commitment_ids": [],
-                                                    "quote": "The lamp gutters", "explanation": "x"}}}
+                                                    "quote": "The lamp gutters", "explanation": "x"},
+                                       "flag_nonce": "0" * 12}}
     for step in ("conflict_check", "conflict_confirmation", "fact_update", "trajectory_update", "commitment_check"):
         text = "\n".join(m["content"] for m in render(step, **base, **extra.get(step, {})))
         assert "</narration>" not in text.replace("</narration-", ""), step  # no fake tag closes a block

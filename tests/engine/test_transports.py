@@ -163,3 +163,49 @@ def test_both_paths_record_identical_cassettes_and_results(ncp_model_server, tmp
     assert a["config"].pop("cassettes") != b["config"].pop("cassettes")  # the only difference: where
     assert a == b
     assert a["episodes"][0]["tokens"] > 0 and a["episodes"][0]["termination"] == "turn_limit"
+
+
+CACHED_USAGE = {"prompt_tokens": 2000, "completion_tokens": 40, "prompt_tokens_details": {"cached_tokens": 1536}}
+
+
+def test_cached_tokens_are_recorded_and_priced_at_the_cached_rate(path, ncp_model_server):
+    """A provider's prompt cache served 1,536 of 2,000 prompt tokens: recorded per call, and those tokens cost
+    the cost map's cache_read_input_token_cost (half the input price for gpt-4o-mini), on both paths."""
+    from pytest_ncp.llm.prices import price_of
+
+    ncp_model_server.add(usage=CACHED_USAGE)
+    completion = call(client_for(path, ncp_model_server), model="openai/gpt-4o-mini")
+    assert (completion.prompt_tokens, completion.cached_tokens, completion.completion_tokens) == (2000, 1536, 40)
+    price = price_of("openai/gpt-4o-mini")
+    assert price is not None and price.cached_input == pytest.approx(price.input / 2)
+    expected = 464 * price.input + 1536 * price.cached_input + 40 * price.output
+    assert completion.cost_usd == pytest.approx(expected, rel=1e-9)
+    assert completion.cost_usd < price.cost(2000, 40)  # cheaper than without the cache
+
+
+def test_cached_tokens_reach_the_episode_the_trace_and_results(ncp_model_server, tmp_path):
+    ncp_model_server.add(role="auditor", usage=CACHED_USAGE)
+    out = _run(ncp_model_server, tmp_path, "lean", auditor_model="openai/gpt-4o-mini", record_mode=None,
+               cassettes=None)
+    results = json.loads((out / "run" / "results.json").read_text())
+    episode, metrics = results["episodes"][0], results["metrics"]
+    audit_calls = [c for line in (out / "run" / "traces" / "caligari--r0.jsonl").read_text().splitlines()
+                   if (record := json.loads(line))["event"] == "turn" for c in record["auditor_calls"]]
+    assert audit_calls and all(c["cached_tokens"] == 1536 for c in audit_calls)
+    assert episode["cached_tokens"] == 1536 * len(audit_calls)
+    assert episode["prompt_tokens"] == 2000 * len(audit_calls)  # the list narrator makes no model call
+    assert metrics["cached_share"] == pytest.approx(1536 / 2000)
+    assert episode["cost_usd"] == pytest.approx(sum(c["cost_usd"] for c in audit_calls))
+
+
+def test_cached_tokens_survive_a_cassette(ncp_model_server, tmp_path):
+    ncp_model_server.add(role="auditor", usage=CACHED_USAGE)
+    recorded = json.loads((_run(ncp_model_server, tmp_path / "a", "lean") / "run" / "results.json").read_text())
+    ncp_model_server.reset()
+    ncp_model_server.add(status=500)  # replay only: a call that reached the server would fail
+    replayed = json.loads((_run(ncp_model_server, tmp_path / "a", "lean", record_mode="none")
+                           / "run" / "results.json").read_text())
+    assert recorded["episodes"][0]["cached_tokens"] > 0
+    assert replayed["episodes"][0]["cached_tokens"] == recorded["episodes"][0]["cached_tokens"]
+    assert replayed["metrics"]["cached_share"] == recorded["metrics"]["cached_share"]
+    assert not ncp_model_server.requests

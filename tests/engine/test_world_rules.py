@@ -18,8 +18,21 @@ def w1_conflict(rule="W1"):
 def test_every_auditor_step_that_lists_commitments_lists_the_world_rules(play, caligari, ncp_model_server):
     play(caligari, RESPONSES, max_turns=1)
     prompts = [r.text for r in ncp_model_server.requests if r.step == "conflict_check"]
-    assert "[W1] (invariant) The dead stay dead" in prompts[0] and "[W1] PENDING" in prompts[0]
+    assert "[W1] (invariant) The dead stay dead" in prompts[0] and "COMMITMENT STATES: all PENDING" in prompts[0]
     assert prompts[0].index("[W3]") < prompts[0].index("[C1]")
+
+
+def test_the_prompts_name_every_settled_commitment_and_say_the_rest_are_pending(caligari):
+    from pytest_ncp.core.ledger import FactLedger
+    from pytest_ncp.engine.auditor import LLMAuditor, TurnContext
+    from pytest_ncp.prompts import render
+
+    states = {c.id: "PENDING" for c in caligari.all_commitments} | {"C6": "SATISFIED"}
+    ctx = TurnContext(spec=caligari, turn=2, player_input="I wait.", response="The lamps gutter.",
+                      facts=FactLedger.from_initial((f.id, f.text) for f in caligari.initial_facts).active(),
+                      node_index=0, commitment_states=states, previous_response=None, trigger_turn=None)
+    text = render("fact_update", **LLMAuditor(client=None, model="m")._variables(ctx))[1]["content"]  # type: ignore[arg-type]
+    assert "COMMITMENT STATES: [C6] SATISFIED, every other one PENDING" in text
 
 
 def test_a_world_rule_conflict_is_verified_and_ends_the_episode(play, caligari, ncp_model_server):

@@ -173,3 +173,51 @@ def test_parts_come_in_the_order_they_are_explained():
     assert [type(p).__name__ for p in v.parts] == ["Completeness", "Budget", "SurvivalGate", "Canaries", "Baseline",
                                                    "Problems"]
     assert isinstance(v.completeness, Completeness)
+
+
+# --- the cost cap (--max-cost, issue 20) ----------------------------------------------------------------
+
+
+def cut(spec, turns=1):
+    return {**ep(spec, "budget", turns), "cut_by": "max-cost", "cost_usd": 0.25}
+
+
+def test_episodes_cut_by_the_cost_cap_exit_7_and_never_count_against_the_error_budget():
+    from pytest_ncp.analysis.verdict import CostCap
+    from pytest_ncp.core.exit_codes import EXIT_COST_CAP
+
+    records = [*CLEAN[:2], cut("s2"), cut("s3")]
+    v = decide(records, expected=KEYS, max_cost=0.5)
+    assert v.exit_code == EXIT_COST_CAP == 7 and v.outcome == "undecided"
+    part = v.part(CostCap)
+    assert isinstance(part, CostCap) and (part.cut, part.spent) == (2, 0.5)
+    assert v.budget.budget.unknown == 0 and not v.budget.budget.exceeded
+    assert "ncp cost cap REACHED: $0.5000 spent of $0.5000 (--max-cost); 2 episode(s) were cut short" in text(v)
+
+
+def test_the_cost_cap_code_wins_over_a_failure_and_the_error_budget_over_it():
+    from pytest_ncp.core.exit_codes import EXIT_COST_CAP
+
+    failing = [ep("s0", "conflict:fact", 2), ep("s1"), cut("s2"), cut("s3")]
+    assert decide(failing, expected=KEYS, max_cost=1.0).exit_code == EXIT_COST_CAP
+    over = [ep("s0", "error", 2, kind="auditor"), ep("s1"), cut("s2"), cut("s3")]
+    assert decide(over, expected=KEYS, max_cost=1.0).exit_code == EXIT_ERROR_BUDGET
+    assert decide(CLEAN, expected=KEYS, max_cost=1.0).exit_code == EXIT_OK  # a cap that did not bind
+
+
+def test_a_gate_the_cap_left_with_too_few_episodes_observed_cannot_decide_and_says_why():
+    records = [ep("s0", turns=20), cut("s1", 2), cut("s2", 3), cut("s3", 1)]
+    v = decide(records, gate=Gate(0.5, 20), expected=KEYS, max_cost=1.0)
+    assert v.gate is not None and v.gate.decision == "undecided" and v.gate.cut == 3
+    assert ("ncp survival gate FAILED: cannot decide: survival@20 is n/a (1 of 4 reached turn 20); too few episodes "
+            "were observed up to turn 20 (the cost cap cut 3 episode(s) short (raise --max-cost))") in text(v)
+
+
+def test_cut_episodes_are_censored_and_left_out_of_every_rate():
+    from pytest_ncp.analysis.metrics import compute_metrics, survival_at
+
+    records = [ep("s0", "conflict:fact", 2), ep("s1", turns=6), cut("s2", 1), cut("s3", 1)]
+    m = compute_metrics(records, survival_turn=4)
+    assert (m["episodes"], m["judged"], m["budget"], m["unknown"], m["errors"]) == (4, 2, 2, 0, 0)
+    assert m["conflict_rates"]["fact"] == 0.5  # of the two judged episodes, not of four
+    assert survival_at(records, 4).value == 0.5 and survival_at(records, 4).reached == 1  # cut: censored at 1

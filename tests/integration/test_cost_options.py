@@ -1,0 +1,74 @@
+"""``--ncp-estimate`` and ``--ncp-max-cost`` (ini ``ncp_max_cost``) in pytest, black-box (issue 20).
+
+The auditor is named ``openai/gpt-4o-mini`` (priced in litellm's cost map) and answered by the scripted
+server, which reports every call as 2,000 prompt and 100 completion tokens: what each call costs is known.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_ncp.core.exit_codes import EXIT_COST_CAP
+from pytest_ncp.llm.prices import price_of
+
+PRICED = "openai/gpt-4o-mini"
+PER_CALL = price_of(PRICED).cost(2000, 100)  # type: ignore[union-attr]
+
+
+@pytest.fixture
+def priced(project):
+    project.server.add(usage={"prompt_tokens": 2000, "completion_tokens": 100})
+    for name in ("b-spec", "c-spec", "d-spec"):
+        project.twin(name, title=f"The {name}")
+    return project
+
+
+def chat_calls(server) -> int:
+    return sum(r.path.endswith("/chat/completions") and r.status == 200 for r in server.requests)
+
+
+@pytest.mark.parametrize("xdist", [False, True], ids=["plain", "n2"])
+def test_estimate_prints_the_bound_and_makes_no_model_call(priced, xdist):
+    extra = ("-n", "2") if xdist else ("-p", "no:xdist")
+    result = priced.run_subprocess(f"--ncp-auditor-model={PRICED}", "--ncp-estimate", *extra)
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines([
+        "ncp estimate: 4 episode(s), at most 16 turn(s) and 16 audited turn(s); no model was called",
+        "*auditor  conflict_check*48*16*",
+        "agent:Narrator is not a built-in narrator: its own model calls are not counted",
+        "nothing was run (--ncp-estimate)",
+    ])
+    assert "passed" not in result.stdout.str() and chat_calls(priced.server) == 0
+
+
+def test_the_cap_stops_the_session_within_it_with_its_own_exit_code(priced):
+    cap = 30 * PER_CALL  # 4 episodes x 4 turns x 4 audit calls would be 64 calls
+    result = priced.run("-q", f"--ncp-auditor-model={PRICED}", f"--ncp-max-cost={cap}", "-p", "no:xdist",
+                        "-rs")
+    text = result.stdout.str()
+    assert result.ret == EXIT_COST_CAP == 7, text
+    assert chat_calls(priced.server) * PER_CALL <= cap
+    outcomes = result.parseoutcomes()
+    # The episodes cut short are skipped (neither passes nor failures); an episode that finished within the cap
+    # fails its two achievements as without one, and 7 still wins over "tests failed".
+    assert outcomes.get("skipped", 0) >= 7 and outcomes.get("failed", 0) % 2 == 0 and "error" not in outcomes
+    result.stdout.fnmatch_lines(["*cut short at turn * by the cost cap (--ncp-max-cost): not judged*"])
+    result.stdout.fnmatch_lines(["*cut short (budget)*(by --max-cost; censored, not failures)*",
+                                 "ncp cost cap REACHED: $* spent of $* (--max-cost); * episode(s) were cut short*"])
+
+
+def test_the_cap_is_an_ini_key_too_and_a_cap_that_does_not_bind_changes_nothing(priced):
+    # Without a cap the achievements of these 4-turn episodes are not met: 8 commitment tests fail (exit 1).
+    free = priced.run("-q", f"--ncp-auditor-model={PRICED}", "-p", "no:xdist")
+    priced.pytester.makeini("[pytest]\npythonpath = .\nncp_max_cost = 100\n")
+    capped = priced.run("-q", f"--ncp-auditor-model={PRICED}", "-p", "no:xdist")
+    assert capped.ret == free.ret == pytest.ExitCode.TESTS_FAILED
+    assert capped.parseoutcomes() == free.parseoutcomes() and "skipped" not in capped.parseoutcomes()
+    capped.stdout.fnmatch_lines(["ncp cost cap ok: the session's episodes spent $* of $100.0000 (--max-cost)"])
+
+
+def test_an_unpriced_model_under_a_cap_refuses_to_start(project):
+    result = project.run("--ncp-auditor-model=openai/local-judge", "--ncp-max-cost=1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--ncp-max-cost=1: openai/local-judge (auditor) has no price in litellm's cost map" in result.stderr.str()
+    assert chat_calls(project.server) == 0
