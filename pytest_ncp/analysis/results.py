@@ -205,6 +205,8 @@ class RunConfigRecord(_Record):
     cassettes: str | None = Field(default=None, description="Cassette directory.")
     demo: bool = Field(default=False, description="Every model was the bundled scripted server: the figures "
                                                   "judge no real model.")
+    seed: int | None = Field(default=None, ge=0, description="Seed of the order the episodes started in (`--seed`): "
+                                                            "a seeded random order of (spec, repeat).")
     prompt_version: str | None = Field(default=None, description="Version of the auditor and player prompts.")
     models: Models | None = Field(default=None, description="The model of each role.")
     fingerprint: str | None = Field(default=None, description="Hash of the settings an outcome depends on "
