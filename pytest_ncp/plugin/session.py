@@ -97,7 +97,9 @@ class NcpSession:
             runner.submit(spec, repeat)
 
     def result(self, spec: NarrativeSpec, repeat: int) -> EpisodeResult:
-        return self._runner().result(spec, repeat)
+        result = self._runner().result(spec, repeat)
+        assert result is not None, "only a sequential decision leaves an episode unstarted"
+        return result
 
     # --- auditor canaries (docs/auditor.md): known answers audited beside the episodes -------------
     def start_canaries(self) -> None:
