@@ -21,6 +21,7 @@ The statistics are :mod:`pytest_ncp.analysis.sequential`; this module applies th
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -88,7 +89,8 @@ class SequentialRun:
     ``finished(record)`` when one ends (an episode record, ``EpisodeResult.to_dict()``). A host whose episodes
     are started elsewhere (pytest-xdist workers, told by a file) calls ``skip(job)`` for each one it learns was
     never started. ``baseline`` maps (spec_id, repeat) to the base run's survival at ``plan.turn`` (None:
-    censored or missing) and adds the paired regression check.
+    censored or missing) and adds the paired regression check. Safe to share between threads (the pytest
+    session's episodes finish on a background loop while its reports are written on the main thread).
     """
 
     def __init__(self, plan: SequentialPlan, order: Sequence[Job],
@@ -107,22 +109,29 @@ class SequentialRun:
         self.cancelled: list[Job] = []
         self.stopped_by: str | None = None
         self.read_at_stop: int | None = None
+        self._lock = threading.RLock()
 
     # --- the host's calls ------------------------------------------------------------------------
     def start(self, job: Job) -> bool:
         """May ``job`` start? False once the run stopped (it is then recorded as never started)."""
-        if self.stopped:
-            self.skip(job)
-            return False
-        return True
+        with self._lock:
+            if self.stopped:
+                self.skip(job)
+                return False
+            return True
 
     def skip(self, job: Job) -> None:
         job = (str(job[0]), int(job[1]))
-        if job in self._jobs and job not in self.unstarted and job not in self._finished:
-            self.unstarted.append(job)
+        with self._lock:
+            if job in self._jobs and job not in self.unstarted and job not in self._finished:
+                self.unstarted.append(job)
 
     def finished(self, record: Mapping[str, Any]) -> str | None:
         """Read one finished episode; returns what stopped the run, once something has (``stopped_by``)."""
+        with self._lock:
+            return self._finished_locked(record)
+
+    def _finished_locked(self, record: Mapping[str, Any]) -> str | None:
         job = (str(record["spec_id"]), int(record["repeat"]))
         if job not in self._jobs or job in self._finished:
             return self.stopped_by  # not one of this run's (a fork), or already read (resumed, then reported)
@@ -171,6 +180,10 @@ class SequentialRun:
         return len(self.order)
 
     def summary(self) -> EarlyStop:
+        with self._lock:
+            return self._summary()
+
+    def _summary(self) -> EarlyStop:
         return EarlyStop(self.planned, self.stopped_by, self.read_at_stop, len(self.unstarted), len(self.cancelled))
 
     def unstarted_keys(self) -> list[str]:
@@ -178,6 +191,10 @@ class SequentialRun:
 
     def to_dict(self) -> dict[str, Any]:
         """results.json's ``sequential`` record (``analysis.results.SequentialRecord``)."""
+        with self._lock:
+            return self._to_dict_locked()
+
+    def _to_dict_locked(self) -> dict[str, Any]:
         gate = self.gate.to_dict()
         gate["history"] = [[round(lo, 6), round(hi, 6)] for lo, hi in self.gate.cs.history()]
         return {
