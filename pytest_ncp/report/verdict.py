@@ -6,11 +6,16 @@ decision. ``name`` is what the run is called in the sentences: ``run`` for ``ncp
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..analysis.metrics import BudgetVerdict, GateVerdict
-from ..analysis.sequential_run import EarlyStop
 from ..analysis.verdict import (
     Baseline, Budget, Canaries, Completeness, NarratorErrors, Part, Problems, SurvivalGate, Verdict,
 )
+
+if TYPE_CHECKING:
+    from ..analysis.results import SequentialRecord
+    from ..analysis.sequential_run import EarlyStop
 
 
 def budget_line(b: BudgetVerdict, name: str = "run") -> str:
@@ -68,6 +73,20 @@ def _gate(g: SurvivalGate, name: str) -> list[str]:
         return [f"ncp sequential gate: undecided after all{planned} episodes (survival@{g.gate.turn} could still be "
                 f"on either side of {g.gate.rate:.1%}): the fixed gate decides", gate_line(g.fixed, name)]
     return [gate_line(g.fixed, name)]
+
+
+def merged_sequential_line(record: SequentialRecord) -> str:
+    """``ncp merge`` of sequential shards: their merged decision (the mean of their e-values)."""
+    m = record.merged
+    if m is None:
+        return ""
+    verdict = {"pass": "PASSED", "fail": "FAILED"}.get(m.decision or "", "undecided: the fixed gate decides on the "
+                                                                         "merged episodes")
+    decided = ", ".join(f"{s.get('decision') or 'undecided'}" + (f" after {s['decided_after']} of {s['planned']}"
+                                                                 if s.get("decided_after") else "")
+                        for s in m.shards)
+    return (f"ncp sequential gate over {record.shards} shard(s) (mean of their e-values): {verdict}; e_pass "
+            f"{m.e_pass:.3g}, e_fail {m.e_fail:.3g} against 2/alpha = {2 / record.run_alpha:g}; shards: {decided}")
 
 
 def stopped_line(e: EarlyStop, cancel: bool = False) -> str:

@@ -60,7 +60,8 @@ def test_a_narrator_that_never_conflicts_passes_early_with_fewer_calls(ncp_model
     assert seq["stopped"] and seq["stopped_by"] == "gate" and seq["gate"]["decision"] == "pass"
     assert seq["decided_after"] == 7 and seq["planned"] == 30  # seven survivors certify 40% at alpha 0.05
     ran = len(data["episodes"])
-    assert 7 <= ran <= 7 + 3 and seq["started"] == ran and len(seq["unstarted"]) == 30 - ran  # 3 in flight at most
+    # Those in flight when it decided finish too: with three slots a few, more when an early one was slow.
+    assert 7 <= ran <= 15 and seq["started"] == ran and len(seq["unstarted"]) == 30 - ran
     assert calls < fixed_calls * ran / 30 + 10  # the calls are the episodes that ran
     assert data["complete"] and sorted(data["expected"]) == sorted(data["finished"])
     assert "ncp sequential: decided after 7 of 30 episodes (gate): no new episode starts" in printed
@@ -84,7 +85,7 @@ def test_a_narrator_that_always_conflicts_at_turn_2_fails_early_with_the_fixed_v
     seq = results(tmp_path / "seq")["sequential"]
     assert seq["gate"]["decision"] == "fail" and seq["decided_after"] == 13
     assert "ncp survival gate FAILED (sequential): decided after 13 of 30 episodes" in printed
-    assert len(results(tmp_path / "seq")["episodes"]) <= 13 + 3
+    assert len(results(tmp_path / "seq")["episodes"]) <= 20
     assert calls < 0.6 * fixed_calls
 
 
@@ -149,6 +150,59 @@ def test_cancel_ends_the_episodes_in_flight_as_censored(ncp_model_server, tmp_pa
     assert data["sequential"]["cancelled"] == sorted(f"{e['spec_id']}--r{e['repeat']}" for e in cancelled)
     assert data["complete"] and data["metrics"]["unknown"] == 0  # censored, never an unknown outcome
     assert "are cancelled at their next turn" in printed
+
+
+def test_workers_hand_out_no_episode_once_the_parent_decided(ncp_model_server, tmp_path, capsys):
+    specs = write_specs(tmp_path / "specs", 30)
+    fixed_code, fixed_calls = ncp_run(ncp_model_server, specs, tmp_path / "fixed", "--workers", "2")
+    code, calls = ncp_run(ncp_model_server, specs, tmp_path / "seq", "--workers", "2", "--sequential")
+    printed = capsys.readouterr().out
+    assert code == fixed_code == 0
+    data = results(tmp_path / "seq")
+    ran = len(data["episodes"])
+    # Two workers, two slots each: the episodes in flight when it decided finish, and a worker that starts slowly
+    # holds early episodes of the order while the other runs later ones (which then finish too).
+    assert data["sequential"]["decided_after"] == 7 and 7 <= ran <= 22
+    assert len(data["sequential"]["unstarted"]) == 30 - ran and data["complete"]
+    assert calls < fixed_calls * ran / 30 + 10
+    assert "ncp survival gate PASSED (sequential): decided after 7 of 30 episodes" in printed
+
+
+def test_workers_cancel_their_episodes_in_flight_when_told(ncp_model_server, tmp_path):
+    specs = write_specs(tmp_path / "specs", 20)
+    order = episode_order([(f"story-{i:02d}", 0) for i in range(20)], 0)
+    conflicts_in(ncp_model_server, [f"Story {s.split('-')[1]}" for s, _ in order[:13]])
+    ncp_model_server.latency = 0.01
+    code, _ = ncp_run(ncp_model_server, specs, tmp_path / "seq", "--workers", "2", "--sequential",
+                      "--sequential-cancel", "--max-turns", "30", "--concurrency", "6")
+    assert code == 1
+    data = results(tmp_path / "seq")
+    assert data["sequential"]["gate"]["decision"] == "fail" and data["sequential"]["cancelled"]
+    assert all(e["turns"] < 30 for e in data["episodes"]) and data["complete"]
+
+
+def test_sequential_shards_stop_on_their_alpha_share_and_merge_by_their_e_values(ncp_model_server, tmp_path,
+                                                                                   capsys):
+    specs = write_specs(tmp_path / "specs", 30)
+    every = [(f"story-{i:02d}", 0) for i in range(30)]
+    for i in (1, 2):
+        code, _ = ncp_run(ncp_model_server, specs, tmp_path / f"shard-{i}", "--shard", f"{i}/2", "--sequential")
+        assert code == 0
+        part = results(tmp_path / f"shard-{i}")
+        seq = part["sequential"]
+        # Dealt from the run's seeded order: this shard's slice, run or left unstarted.
+        assert sorted(part["expected"] + seq["unstarted"]) == sorted(f"{s}--r{r}" for s, r in
+                                                                     episode_order(every, 0, (i, 2)))
+        assert seq["alpha"] == 0.025 and seq["shards"] == 2 and seq["gate"]["decision"] == "pass"
+        assert seq["decided_after"] == 8 and seq["unstarted"]  # alpha / 2 costs one more episode than 7
+    capsys.readouterr()
+    assert main(["merge", str(tmp_path / "shard-1"), str(tmp_path / "shard-2"), "--out", str(tmp_path / "all")]) == 0
+    printed = capsys.readouterr().out
+    assert "ncp sequential gate over 2 shard(s) (mean of their e-values): PASSED" in printed
+    merged = results(tmp_path / "all")
+    assert merged["complete"] and merged["sequential"]["merged"]["decision"] == "pass"
+    assert merged["sequential"]["merged"]["e_pass"] >= 2 / 0.05
+    assert len(merged["sequential"]["unstarted"]) == 30 - len(merged["episodes"])
 
 
 @pytest.mark.parametrize("bad, message", [
