@@ -213,6 +213,19 @@ def baseline_outcomes(records: Iterable[Mapping[str, Any]], turn: int) -> dict[J
     return {(str(e["spec_id"]), int(e["repeat"])): survived_at(e, turn) for e in records}
 
 
+def paired_check(base: Iterable[Mapping[str, Any]], new: Iterable[Mapping[str, Any]], *, turn: int,
+                 margin: float = 0.0, alpha: float = 0.05, seed: int | str = 0) -> tuple[PairedSequentialTest, int]:
+    """``ncp compare BASE NEW --sequential``: the paired check over (spec, repeat) pairs taken in the seeded order of
+    the episodes of both runs (a pair missing or censored on either side is skipped and counted); returns the
+    check and the number of pairs in the order."""
+    base_at, new_at = baseline_outcomes(base, turn), baseline_outcomes(new, turn)
+    order = episode_order(set(base_at) | set(new_at), seed)
+    check = PairedSequentialTest(margin, alpha)
+    for job in order:
+        check.observe(base_at.get(job), new_at.get(job))
+    return check, len(order)
+
+
 @dataclass(frozen=True)
 class MergedSequential:
     """``ncp merge`` of sequential shards: the mean of their e-values (``sequential.merge_shards``)."""
@@ -249,4 +262,4 @@ def merge_sequential(parts: Sequence[Mapping[str, Any]]) -> MergedSequential:
 
 
 __all__ = ["CANCELLED", "EarlyStop", "Job", "MergedSequential", "SequentialPlan", "SequentialRun",
-           "baseline_outcomes", "episode_order", "merge_sequential"]
+           "baseline_outcomes", "episode_order", "merge_sequential", "paired_check"]
