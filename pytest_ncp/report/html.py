@@ -170,12 +170,13 @@ def sequential_chart(run: RunData, colour: str, width: int = 760, height: int = 
     y = Axis(1, 0, top, height - top - bottom)
 
     def steps(values: Sequence[float], start: float) -> str:
+        """A step line: each bound holds from one observed episode to the next (running intersection)."""
         d, last = [f"M{x(0)},{y(start)}"], start
         for t, v in enumerate(values, 1):
-            d.append(f"H{x(t)}")
             if v != last:
-                d.append(f"V{y(v)}")
+                d += [f"H{x(t)}", f"V{y(v)}"]
                 last = v
+        d.append(f"H{x(len(values))}")
         return " ".join(d)
 
     decided_at = gate.decided_after if gate is not None else None

@@ -58,7 +58,9 @@ def test_a_narrator_that_never_conflicts_passes_early_and_the_rest_is_skipped(pr
     # The episodes that ran are the first of the seeded order (the spec tests ran in it).
     order = [f"{s}--r{r}" for s, r in episode_order([(f"story-{i:02d}", 0) for i in range(SPECS)], 0)]
     assert [o["episode"] for o in seq["outcomes"]][:7] == order[:7]
-    assert 'id="sequential' in (out / "report.html").read_text()
+    html = (out / "report.html").read_text()
+    assert 'id="sequential"' in html and "decided after 7 of 20 episodes (gate: pass)" in html
+    assert html.count("<title>threshold 40.0%</title>") == 1  # the confidence sequence is drawn against it
 
 
 def test_a_narrator_that_always_conflicts_fails_early_with_the_fixed_verdict(project):
