@@ -157,11 +157,20 @@ class Comparison:
         return (self.runs_measurable and self.pairs > 0
                 and self.pairs >= MIN_OBSERVED_SHARE * (self.pairs + len(self.unobserved)))
 
+    @property
+    def underpowered(self) -> bool:
+        """Even a flip of every judged pair (all survived in base, all failed in new) could not reach
+        significance: with so few pairs no regression can be shown (exact McNemar needs 6 discordant pairs
+        at alpha 0.05), so "no significant change" would be no evidence at all (issue 19)."""
+        return self.measurable and mcnemar_exact(self.pairs, 0) >= self.alpha
+
     def verdict(self) -> str:
         if not self.measurable:
             return "NOTHING TO COMPARE"
         if self.regression:
             return "REGRESSION"
+        if self.underpowered:
+            return "UNDERPOWERED"
         if self.improvement:
             return "IMPROVEMENT"
         return "NO SIGNIFICANT CHANGE"
@@ -187,6 +196,10 @@ class Comparison:
                           f"{self.new_rate:.1%}")
             head = (f"ncp compare: {self.verdict()}: survival@{t} {change} over {self.pairs} paired "
                     f"episode(s) (McNemar {_p(self.p_value)}, alpha {self.alpha:g})")
+            if self.underpowered:
+                head += (f"; even if all {self.pairs} pair(s) had flipped, McNemar p would be "
+                         f"{mcnemar_exact(self.pairs, 0):.4f} >= alpha: too few pairs to show a "
+                         "regression (compare more episodes, e.g. --repeats)")
             out = [
                 head,
                 f"  change in survival@{t}: {_points(self.diff)} (paired bootstrap 95% CI {_points(lo)} to "

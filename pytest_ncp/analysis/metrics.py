@@ -286,13 +286,20 @@ def parse_error_rate(text: str | float) -> float:
         raise ValueError(f"invalid error rate {text!r}: {exc}") from None
 
 
+# No spec may lose more than this share of its episodes (with two or more: --repeats) to unknown outcomes,
+# whatever the run's budget: otherwise one spec could vanish from a gate through errors alone (issue 19).
+MAX_SPEC_ERROR_SHARE = 0.5
+
+
 @dataclass(frozen=True)
 class BudgetVerdict:
-    """Unknown outcomes (auditor, model, player errors) against ``--max-error-rate``."""
+    """Unknown outcomes (auditor, model, player errors) against ``--max-error-rate``, and per spec."""
 
     unknown: int
     episodes: int
     max_rate: float
+    # Specs of two or more episodes that lost more than MAX_SPEC_ERROR_SHARE of them: (spec id, unknown, episodes).
+    vanished: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def rate(self) -> float:
@@ -300,11 +307,16 @@ class BudgetVerdict:
 
     @property
     def exceeded(self) -> bool:
-        return self.rate > self.max_rate + 1e-12
+        return self.rate > self.max_rate + 1e-12 or bool(self.vanished)
 
 
 def error_budget(episodes: Sequence[Episode], max_rate: float = 0.0) -> BudgetVerdict:
-    return BudgetVerdict(sum(is_unknown(e) for e in episodes), len(episodes), max_rate)
+    per_spec: dict[str, list[bool]] = {}
+    for e in episodes:
+        per_spec.setdefault(str(e["spec_id"]), []).append(is_unknown(e))
+    vanished = tuple((spec, sum(flags), len(flags)) for spec, flags in sorted(per_spec.items())
+                     if len(flags) >= 2 and sum(flags) / len(flags) > MAX_SPEC_ERROR_SHARE + 1e-12)
+    return BudgetVerdict(sum(is_unknown(e) for e in episodes), len(episodes), max_rate, vanished)
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from typing import Any, Callable, Final, Iterable, Literal, Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..core.config import episode_key, episode_name
+from ..core.options import DEFAULT_SURVIVAL_TURN, survival_turn
 from ..core.files import atomic_write_text
 from ..core.traces import RunFileError, trace_reference
 from .metrics import compute_metrics
@@ -209,6 +210,9 @@ class RunConfigRecord(_Record):
     seed: int | None = Field(default=None, ge=0, description="Seed of the order the episodes started in (`--seed`): "
                                                             "a seeded random order of (spec, repeat).")
     prompt_version: str | None = Field(default=None, description="Version of the auditor and player prompts.")
+    environment: dict[str, str] = Field(default_factory=dict, description="What the installed package brings to "
+                                        "every verdict: `pytest_ncp` (its version), `world_rules` and `prompts` "
+                                        "(hashes of the shared world rules and the prompt templates).")
     models: Models | None = Field(default=None, description="The model of each role.")
     fingerprint: str | None = Field(default=None, description="Hash of the settings an outcome depends on "
                                                               "(resume and merge compare it).")
@@ -499,10 +503,14 @@ def _upgrade_1(data: dict[str, Any], name: str) -> dict[str, Any]:
         raise RunFileError(_first_problem(exc, name, prefix=("episodes",))) from None
     config = data.get("config") or {}
     turn = config.get("survival_turn") if isinstance(config, dict) else None
+    if not (isinstance(turn, int) and turn >= 0):
+        # The rule runs of version 1 applied (core/options.survival_turn): 20, or max_turns when lower.
+        max_turns = config.get("max_turns") if isinstance(config, dict) else None
+        turn = survival_turn(max_turns) if isinstance(max_turns, int) and max_turns >= 1 else DEFAULT_SURVIVAL_TURN
     records = [e.record() for e in episodes]
     return {**data, "version": 2, "complete": False, "stopped": "unrecorded", "expected": [],
             "finished": sorted(e.key for e in episodes),
-            "metrics": compute_metrics(records, survival_turn=turn if isinstance(turn, int) and turn >= 0 else 20)}
+            "metrics": compute_metrics(records, survival_turn=turn)}
 
 
 # version -> the step that turns a document of that version into one of the next version.

@@ -250,7 +250,9 @@ def _baseline_decision(b: BaselineResult, ran: bool, stop: EarlyStop | None = No
         return "undecided"  # nothing of this run to compare: never "no regression"
     if not b.comparison.measurable:
         return "undecided"
-    return "failed" if b.comparison.regression else "passed"
+    if b.comparison.regression:
+        return "failed"
+    return "undecided" if b.comparison.underpowered else "passed"  # too few pairs: no evidence of no regression
 
 
 __all__ = ["Baseline", "BaselineResult", "Budget", "CanaryResult", "Canaries", "Completeness", "Decision",

@@ -35,7 +35,9 @@ def register(sub: Any) -> None:
                                    "allows; 0 otherwise.")
     p.add_argument("base", metavar="BASE", help="baseline run: a run directory or its results.json")
     p.add_argument("new", metavar="NEW", help="new run: a run directory or its results.json")
-    p.add_argument("--turn", type=_non_negative, default=20, help="turn of the survival figure (default 20)")
+    p.add_argument("--turn", type=_non_negative, default=None,
+                   help="turn of the survival figure (default: the headline survival turn both runs measured, "
+                        "the smaller of the two)")
     p.add_argument("--alpha", type=_alpha, default=0.05, help="significance level (default 0.05)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--resamples", type=positive, default=2000, help="bootstrap resamples (default 2000)")
@@ -44,6 +46,9 @@ def register(sub: Any) -> None:
     p.add_argument("--max-error-rate", metavar="RATE", type=error_rate, default=0.0,
                    help="share of episodes of either run allowed to end in an auditor, model or player error, "
                         "e.g. 0.05 or 5%%; above it compare exits 6 (default 0: any such error)")
+    p.add_argument("--allow-underpowered", action="store_true",
+                   help="exit 0 on a comparison with too few pairs to show any regression (by default it exits 1: "
+                        "'no significant change' over 4 pairs is no evidence)")
     p.add_argument("--allow-unpaired", action="store_true",
                    help="compare even when episodes of BASE have no partner in NEW (a partial or interrupted "
                         "run, another spec set); without it compare exits 1, since a missing episode may be the "
@@ -87,7 +92,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         base, new = load_results(args.base), load_results(args.new)
         kinds = _commitment_kinds(args.specs, [(new, results_path(args.new).parent),
                                                (base, results_path(args.base).parent)])
-        result = compare_runs(base, new, turn=args.turn, alpha=args.alpha, seed=args.seed,
+        turn = args.turn if args.turn is not None else min(base.metrics.survival_turn, new.metrics.survival_turn)
+        result = compare_runs(base, new, turn=turn, alpha=args.alpha, seed=args.seed,
                               resamples=args.resamples, kinds=kinds)
     except (RunFileError, ValueError) as exc:
         return usage(str(exc))
@@ -103,7 +109,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for name, budget in budgets:
         if budget.unknown or budget.exceeded:
             print(budget_line(budget, f"{name} run"))
-    check = _sequential(base, new, args) if args.sequential else None
+    check = _sequential(base, new, args, turn) if args.sequential else None
     if any(b.exceeded for _, b in budgets):
         return EXIT_ERROR_BUDGET
     if check is not None and check.decision == "regression":
@@ -121,18 +127,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
               "them (e.g. --resume), or pass --allow-unpaired to judge the pairs alone")
         return EXIT_FAILED
     if check is not None and check.decision == "non-inferior":
-        return EXIT_OK
+        return EXIT_OK  # certain at the check's level: no power question is left
     if not result.measurable:
+        return EXIT_FAILED
+    if result.underpowered and not args.allow_underpowered:
+        print("ncp compare: cannot decide: the comparison is underpowered (see above); pass --allow-underpowered "
+              "to accept it as no evidence of a change")
         return EXIT_FAILED
     return EXIT_FAILED if result.regression else EXIT_OK
 
 
-def _sequential(base: RunResults, new: RunResults, args: argparse.Namespace) -> Any:
+def _sequential(base: RunResults, new: RunResults, args: argparse.Namespace, turn: int) -> Any:
     """``--sequential``: the paired check in new's seeded order; prints its line and returns it."""
     from ..analysis.sequential_run import paired_check
 
     seed = new.config.seed if new.config.seed is not None else 0
-    check, planned = paired_check(base.records(), new.records(), turn=args.turn, margin=args.margin,
+    check, planned = paired_check(base.records(), new.records(), turn=turn, margin=args.margin,
                                   alpha=args.alpha, seed=seed)
     lo, hi = check.drop_bounds()
     bounds = f"anytime-valid {1 - args.alpha:.0%} bounds of the drop {lo:+.1%} to {hi:+.1%}"
@@ -140,9 +150,9 @@ def _sequential(base: RunResults, new: RunResults, args: argparse.Namespace) -> 
         print(f"ncp compare (sequential): undecided after all {planned} pair(s) ({check.pairs} with an outcome on "
               f"both sides; {bounds}): the exact test above decides")
     else:
-        said = (f"the drop in survival@{args.turn} is certainly above {args.margin:.1%}" if check.decision == "regression"
-                else f"any drop in survival@{args.turn} is certainly below {args.margin:.1%}" if args.margin > 0
-                else f"survival@{args.turn} is certainly higher in new")
+        said = (f"the drop in survival@{turn} is certainly above {args.margin:.1%}" if check.decision == "regression"
+                else f"any drop in survival@{turn} is certainly below {args.margin:.1%}" if args.margin > 0
+                else f"survival@{turn} is certainly higher in new")
         print(f"ncp compare (sequential): {check.decision.upper()} decided after {check.decided_after} of {planned} "
               f"pair(s) (seed {seed}): {said} ({bounds})")
     return check

@@ -127,7 +127,9 @@ def _resume(runner: Any, specs: list[Any], args: argparse.Namespace) -> bool:
     print(f"resuming: {kept} finished episode(s) in {args.out} are kept"
           + (f"; {len(runner.changed)} changed one(s) run again (--force)" if runner.changed else "")
           + (f"; {len(runner.unreadable)} unreadable one(s) run again ({runner.unreadable[0]})"
-             if runner.unreadable else ""))
+             if runner.unreadable else "")
+          + ". Every setting, the specs, the prompts and pytest-ncp's version are checked; the narrator's own code "
+            "is not: after changing it, write to a new directory")
     return True
 
 

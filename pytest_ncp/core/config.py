@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
@@ -26,8 +27,13 @@ PROMPT_VERSION = "ncp-prompts/4"  # 2: the trajectory step is told when the trig
 
 # What an episode's outcome depends on: ``--resume`` keeps an episode only when these are unchanged.
 # (Endpoint, concurrency, timeouts and cassettes change how a run is served, not what it measures.)
+# Every setting that can change a verdict (issue 19): the narrator and models, the endpoint, the player, the
+# limits, how answers are asked for, the record mode, the demo flag; and what the package brings (``environment``:
+# its version, the shared world rules, the prompt templates). Only how a run is served and scheduled stays
+# out (concurrency, timeouts, retries, repeats, workers, shard, pipeline; where the cassettes are, not what they
+# hold, since a replay is keyed by the request): an errored episode runs again anyway.
 FINGERPRINT_FIELDS: tuple[str, ...] = (*(o.field_name for o in CONFIG_OPTIONS if o.config == FINGERPRINT),
-                                       "prompt_version")
+                                       "prompt_version", "environment")
 # How episodes are scheduled, never what they produce: left out of to_dict (results.json's config).
 SCHEDULE_FIELDS: tuple[str, ...] = tuple(o.field_name for o in CONFIG_OPTIONS if o.config == SCHEDULE)
 
@@ -155,13 +161,40 @@ class RunConfig:
         data = asdict(self)
         for name in SCHEDULE_FIELDS:
             data.pop(name, None)
-        data["api_base"] = scrub(self.api_base) if self.api_base else None
+        # The demo's scripted server listens on a new port every run: its URL says nothing (demo says it all).
+        data["api_base"] = scrub(self.api_base) if self.api_base and not self.demo else None
         data["prompt_version"] = PROMPT_VERSION
         data["models"] = {"narrator": self.narrator_model, "player": self.player_model,
                           "auditor": self.auditor_model}
         data["max_tokens"] = {**DEFAULT_MAX_TOKENS, **self.max_tokens}
+        data["environment"] = environment()
         data["fingerprint"] = config_fingerprint(data)
         return data
+
+
+@functools.lru_cache(maxsize=1)
+def _environment() -> tuple[tuple[str, str], ...]:
+    import hashlib
+    from importlib import metadata, resources
+
+    try:
+        version = metadata.version("pytest-ncp")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        version = "unknown"
+    package = resources.files("pytest_ncp")  # files only: importing pytest_ncp.prompts here would be a back-edge
+    rules = hashlib.sha256(package.joinpath("world_rules.yaml").read_bytes()).hexdigest()[:16]
+    templates = hashlib.sha256()
+    for template in sorted(package.joinpath("prompts").iterdir(), key=lambda t: t.name):
+        if template.name.endswith(".j2"):
+            templates.update(template.name.encode() + b"\0" + template.read_bytes() + b"\0")
+    return (("pytest_ncp", version), ("world_rules", rules), ("prompts", templates.hexdigest()[:16]))
+
+
+def environment() -> dict[str, str]:
+    """What the installed package contributes to every verdict: its version, a hash of the shared world
+    rules (``world_rules.yaml``) and one of the prompt templates, so a template changed without a
+    PROMPT_VERSION bump still tells a resumed run apart."""
+    return dict(_environment())
 
 
 def config_fingerprint(config: dict[str, Any]) -> str:

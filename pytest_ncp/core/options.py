@@ -318,7 +318,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("auditor-model", text, DEFAULT_AUDITOR_MODEL, "litellm model of the auditor", config=FINGERPRINT,
            metavar="MODEL"),
     Option("api-base", text, None, "OpenAI-compatible endpoint for every role; overrides litellm's environment "
-           "variables", config=RECORDED, metavar="URL"),
+           "variables", config=FINGERPRINT, metavar="URL"),
     Option("max-turns", whole(1), 100, "turn limit per episode", config=FINGERPRINT, metavar="N"),
     Option("max-response-chars", whole(1), DEFAULT_MAX_RESPONSE_CHARS, "a narrator response longer than this "
            "is the narrator's error before any audit call (it would not fit an auditor's window)",
@@ -334,13 +334,13 @@ OPTIONS: tuple[Option, ...] = (
            "answer one request at a time (llama.cpp)", ncp=CALLS, config=RECORDED, metavar="N",
            shown_default="4 per episode"),
     Option("max-tokens", max_tokens, (), "limit on generated tokens per call as ROLE=N, repeatable or "
-           "comma-separated", kind=ITEMS, ncp=CALLS, config=RECORDED, metavar="ROLE=N",
+           "comma-separated", kind=ITEMS, ncp=CALLS, config=FINGERPRINT, metavar="ROLE=N",
            shown_default=", ".join(f"{r}={n}" for r, n in DEFAULT_MAX_TOKENS.items())),
     Option("structured-output", choice("structured-output mode", OUTPUT_MODES), "auto", "how auditor answers are "
            "asked for (auto tries json_schema, then json_object, then prompt, once per endpoint and model)",
-           ncp=CALLS, config=RECORDED, metavar="{" + ",".join(OUTPUT_MODES) + "}"),
+           ncp=CALLS, config=FINGERPRINT, metavar="{" + ",".join(OUTPUT_MODES) + "}"),
     Option("system-prompt", choice("system-prompt mode", SYSTEM_PROMPT_MODES), "keep", "merge folds system "
-           "prompts into the first user message, for chat templates that drop them", ncp=CALLS, config=RECORDED,
+           "prompts into the first user message, for chat templates that drop them", ncp=CALLS, config=FINGERPRINT,
            metavar="{" + ",".join(SYSTEM_PROMPT_MODES) + "}"),
     # --- what the run reports and gates on ---
     Option("survival-turn", whole(1), None, "turn of the headline survival figure", pytest=False, metavar="TURN",
@@ -381,7 +381,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("force", flag, False, "with {resume}: re-run the episodes whose settings or spec changed instead of "
            "refusing", kind=FLAG),
     Option("record-mode", choice("record mode", RECORD_MODES), None, "record/replay every model call to cassettes: "
-           "none (replay only) | once | new_episodes | all", config=RECORDED, shown_default="off",
+           "none (replay only) | once | new_episodes | all", config=FINGERPRINT, shown_default="off",
            needs=("cassettes", "where the calls are recorded"),
            metavar="{" + ",".join(RECORD_MODES) + "}"),
     Option("cassettes", text, None, "cassette directory for {record-mode}", config=RECORDED, metavar="DIR",
@@ -412,7 +412,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("failures-only", flag, False, "run only the stored failures of {failures} (the quick check after a "
            "prompt change)", kind=FLAG, ncp=None, needs=("failures", "the stored failures")),
     Option("demo", flag, False, "route every model call to the bundled scripted server (offline demo; judges "
-           "nothing real)", kind=FLAG, ncp=None, config=RECORDED),
+           "nothing real)", kind=FLAG, ncp=None, config=FINGERPRINT),
 )
 OPTION: dict[str, Option] = {o.name: o for o in OPTIONS}
 PYTEST_OPTIONS: tuple[Option, ...] = tuple(o for o in OPTIONS if o.pytest)

@@ -30,6 +30,14 @@ from ..core.spec import NarrativeSpec
 if TYPE_CHECKING:
     from ..llm.cassette import CassetteTransport
 
+def _changed(field: str, before: Any, now: Any) -> str:
+    """One setting that differs between a recorded episode and this run, as a resume refusal names it."""
+    if isinstance(before, dict) and isinstance(now, dict):
+        keys = sorted(k for k in {*before, *now} if before.get(k) != now.get(k))
+        return "; ".join(f"{field}.{k}: {before.get(k)!r} -> {now.get(k)!r}" for k in keys)
+    return f"{field}: {before!r} -> {now!r}"
+
+
 class ResumeMismatch(Exception):
     """``--resume`` found finished episodes run with other settings or another version of their spec."""
 
@@ -168,11 +176,13 @@ class Runner:
             if end is None or end.get("termination") == "error" or (recorded.start or {}).get("fork"):
                 continue  # a fork's trace (ncp fork --out into a run folder) is never one of the run's episodes
             key = episode_key(end["spec_id"], int(end["repeat"]))
+            spec = by_id.get(end["spec_id"])
+            if specs and (spec is None or int(end["repeat"]) >= self.config.repeats):
+                continue  # not an episode of this run (another spec set, more repeats before): left out
             start = recorded.start or {}
             before = {**(start.get("config") or {}), "prompt_version": start.get("prompt_version")}
-            why = [f"{f}: {before.get(f)!r} -> {current.get(f)!r}" for f in FINGERPRINT_FIELDS
+            why = [_changed(f, before.get(f), current.get(f)) for f in FINGERPRINT_FIELDS
                    if before.get(f) != current.get(f)]
-            spec = by_id.get(end["spec_id"])
             if spec is not None and start.get("spec_fingerprint") != spec.fingerprint:
                 why.append(f"spec {spec.id} ({spec.path or 'built in code'}) changed since the episode ran"
                            + ("" if start.get("spec_fingerprint") else " (or was recorded without a fingerprint)"))

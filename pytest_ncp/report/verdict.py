@@ -20,9 +20,15 @@ if TYPE_CHECKING:
 
 def budget_line(b: BudgetVerdict, name: str = "run") -> str:
     verdict = "EXCEEDED" if b.exceeded else "ok"
-    return (f"ncp error budget {verdict}: {b.unknown} of {b.episodes} episode(s) of the {name} could not "
+    over = b.rate > b.max_rate + 1e-12
+    line = (f"ncp error budget {verdict}: {b.unknown} of {b.episodes} episode(s) of the {name} could not "
             f"be judged (auditor, model or player errors: {b.rate:.1%}) "
-            f"{'>' if b.exceeded else '<='} allowed {b.max_rate:.1%} (--max-error-rate)")
+            f"{'>' if over else '<='} allowed {b.max_rate:.1%} (--max-error-rate)")
+    if b.vanished:
+        specs = ", ".join(f"{spec} ({n} of {k})" for spec, n, k in b.vanished)
+        line += (f"; and no spec may lose more than half its episodes to unknown outcomes, which would take it out "
+                 f"of the gate: {specs}")
+    return line
 
 
 def gate_line(v: GateVerdict, name: str = "run") -> str:
@@ -30,6 +36,10 @@ def gate_line(v: GateVerdict, name: str = "run") -> str:
     t = v.gate.turn
     if v.budget.exceeded:
         b = v.budget
+        if b.vanished and b.rate <= b.max_rate + 1e-12:
+            specs = ", ".join(spec for spec, _, _ in b.vanished)
+            return (f"ncp survival gate FAILED: cannot decide: spec(s) {specs} lost more than half their episodes "
+                    "to unknown outcomes; see the errors above")
         return (f"ncp survival gate FAILED: cannot decide: {b.unknown} of {b.episodes} episode(s) could not be "
                 f"judged ({b.rate:.1%} > error budget {b.max_rate:.1%}); see the errors above")
     if v.point.episodes == 0:

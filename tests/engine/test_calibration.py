@@ -327,3 +327,20 @@ def test_the_injection_row_catches_an_auditor_that_obeys_the_narration(gold, tmp
             code, data = calibrate(server, tmp_path / mode, "--cases", *[c.id for c in attacks])
         row = data["summary"]["rows"]["injection: conflict"]
         assert row["recall"] == recall and row["cases"] == len(attacks), (mode, row)
+
+
+def test_the_content_reviews_label_fixes_stay_fixed(gold):
+    # The 2026-12-01 content review: labels that were incomplete or wrong, and frozen invariants that bound the
+    # player character (a narrator could be blamed for the player's own choice).
+    cases = {c.id: c for c in gold.cases}
+    assert "F14" in cases["wizard-of-oz-11"].negated
+    for case_id in ("sign-of-four-05", "tale-two-cities-06", "gold-rush-06", "robin-hood-06"):
+        assert "player_input" in cases[case_id].conflict_types, case_id  # the narrator invents the player's act
+    assert "passing-ack" in cases["treasure-island-01"].tags
+    assert "away until evening" not in (cases["dracula-05"].point.previous or "")
+    from pytest_ncp.lint import lint_paths
+
+    findings, errors = lint_paths([GOLD / "specs"])
+    assert not errors
+    findings = [f for f in findings if f.rule == "invariant-binds-player"]
+    assert findings == [], [str(f) for f in findings]

@@ -294,6 +294,47 @@ def test_ncp_run_resume_refuses_then_force_reruns(tmp_path, capsys):
     assert json.loads((out / "results.json").read_text())["config"]["max_turns"] == 3
 
 
+def test_a_demo_folder_resumed_as_a_real_run_is_refused(tmp_path, capsys):
+    # Issue 19 (review finding 4): a demo run resumed as a real run kept its episodes with 0 model calls and
+    # passed the gate; the demo flag is part of the fingerprint now.
+    out = tmp_path / "demo"
+    spec = str(SPECS / "caligari.yaml")
+    assert main(["demo", "--specs", spec, "--max-turns", "2", "--out", str(out)]) in (0, 1)
+    capsys.readouterr()
+    code = main(["run", "--narrator", "pytest_ncp.narrators:LLMNarrator", "--specs", spec, "--max-turns", "2",
+                 "--narrator-model", "openai/demo-narrator", "--auditor-model", "openai/demo-auditor",
+                 "--api-base", "http://127.0.0.1:9/v1", "--out", str(out), "--resume", "--min-survival", "0.9@2"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "cannot resume" in err and "demo: True -> False" in err
+
+
+def test_resume_leaves_out_episodes_that_are_not_of_this_run(ncp_model_server, tmp_path, caligari):
+    # Resuming a folder with another spec set, or fewer repeats, used to carry the old episodes into
+    # results.json (never checked against their specs).
+    out = tmp_path / "run"
+    other = parse_spec((SPECS / "caligari.yaml").read_text().replace("id: caligari\n", "id: other\n", 1), "other.yaml")
+    asyncio.run(_runner(ncp_model_server, out, repeats=2).run([caligari, other]))
+    again = _runner(ncp_model_server, out)
+    assert again.resume([caligari]) == 1
+    asyncio.run(again.run([caligari]))
+    data = json.loads((out / "results.json").read_text())
+    assert [(e["spec_id"], e["repeat"]) for e in data["episodes"]] == [("caligari", 0)] and data["complete"]
+
+
+def test_resume_refuses_episodes_of_another_package_version_or_prompt_set(ncp_model_server, tmp_path, caligari,
+                                                                       monkeypatch):
+    from pytest_ncp.core import config
+    from pytest_ncp.engine.runner import ResumeMismatch
+
+    out = tmp_path / "run"
+    asyncio.run(_runner(ncp_model_server, out).run([caligari]))
+    changed = dict(config._environment(), prompts="0123456789abcdef")
+    monkeypatch.setattr(config, "_environment", lambda: tuple(changed.items()))
+    with pytest.raises(ResumeMismatch, match=r"environment\.prompts: '[0-9a-f]{16}' -> '0123456789abcdef'"):
+        _runner(ncp_model_server, out).resume([caligari])
+
+
 # --- cassettes and Retry-After -------------------------------------------------------------------------------------
 
 

@@ -318,3 +318,36 @@ def test_compare_command_refuses_unpaired_base_episodes_unless_allowed(tmp_path,
     assert "--allow-unpaired" in out
     assert main(["compare", str(base), str(new), "--allow-unpaired"]) == 0
     assert main(["compare", str(new), str(base)]) == 0  # episodes only in NEW cost nothing: BASE is whole
+
+
+def test_four_pairs_that_all_flip_are_underpowered_not_no_change(tmp_path, capsys):
+    # Issue 19 (review finding 7): survival fell from 100% to 0% over 4 pairs and compare said "NO SIGNIFICANT
+    # CHANGE", exit 0: exact McNemar cannot reach 0.05 with fewer than 6 discordant pairs.
+    names = specs(4)
+    base = write(tmp_path, "base", run(*(ep(s) for s in names)))
+    dead = write(tmp_path, "dead", run(*(ep(s, "conflict:fact", turn=2) for s in names)))
+    result = compare_runs(json.loads((base / "results.json").read_text()),
+                          json.loads((dead / "results.json").read_text()), turn=3)
+    assert result.underpowered and not result.regression and result.verdict() == "UNDERPOWERED"
+    assert main(["compare", str(base), str(dead), "--turn", "3"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("ncp compare: UNDERPOWERED: survival@3 fell from 100.0% to 0.0% over 4 paired")
+    assert "even if all 4 pair(s) had flipped, McNemar p would be 0.1250 >= alpha" in out
+    assert "cannot decide: the comparison is underpowered" in out
+    assert main(["compare", str(base), str(dead), "--turn", "3", "--allow-underpowered"]) == 0
+    capsys.readouterr()
+    # Six pairs can show it: no longer underpowered, and a full flip is a regression.
+    names = specs(6)
+    base6 = write(tmp_path, "base6", run(*(ep(s) for s in names)))
+    dead6 = write(tmp_path, "dead6", run(*(ep(s, "conflict:fact", turn=2) for s in names)))
+    assert main(["compare", str(base6), str(dead6), "--turn", "3"]) == 1
+    assert capsys.readouterr().out.startswith("ncp compare: REGRESSION")
+
+
+def test_compare_defaults_to_the_survival_turn_both_runs_measured(tmp_path, capsys):
+    # Runs of 5 turns have survival@5 as their headline; the old default of 20 compared nothing.
+    names = specs(12)
+    base = write(tmp_path, "base", run(*(ep(s, turn=5) for s in names), max_turns=5))
+    new = write(tmp_path, "new", run(*(ep(s, turn=5) for s in names), max_turns=5))
+    assert main(["compare", str(base), str(new)]) == 0
+    assert "survival@5 unchanged at 100.0%" in capsys.readouterr().out

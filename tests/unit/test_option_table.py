@@ -67,12 +67,25 @@ def test_run_config_fields_and_defaults_come_from_the_table():
     assert RunConfig().pipeline is True and RunConfig().max_tokens == {} and RunConfig().max_turns == 100
 
 
-def test_the_resume_fingerprint_covers_the_same_settings_as_before():
-    # Changing this set changes every results.json fingerprint: --resume would refuse every earlier run.
+def test_the_resume_fingerprint_covers_every_setting_that_can_change_a_verdict():
+    # Issue 19: --resume kept episodes after changes the old fingerprint (narrator, models, player, max_turns,
+    # prompt version) did not see: the demo flag, the endpoint, max tokens, the output and system-prompt modes,
+    # the package version, the world rules. Only how a run is served and scheduled stays out.
     assert set(FINGERPRINT_FIELDS) == {"narrator", "narrator_model", "player", "player_model", "auditor_model",
-                                       "max_turns", "max_response_chars", "prompt_version"}
+                                       "api_base", "max_turns", "max_response_chars", "max_tokens",
+                                       "structured_output", "system_prompt", "record_mode", "demo",
+                                       "prompt_version", "environment"}
     assert SCHEDULE_FIELDS == ("pipeline", "shard")
     assert not set(SCHEDULE_FIELDS) & set(RunConfig(shard="1/2", pipeline=False).to_dict())
+    base = RunConfig(narrator="a:B", api_base="http://h:1/v1").to_dict()["fingerprint"]
+    for change in ({"demo": True}, {"api_base": "http://other:1/v1"}, {"max_tokens": {"auditor": 99}},
+                   {"structured_output": "prompt"}, {"system_prompt": "merge"}, {"max_response_chars": 10}):
+        assert RunConfig(**{"narrator": "a:B", "api_base": "http://h:1/v1", **change}).to_dict()["fingerprint"] \
+            != base, change
+    for same in ({"concurrency": 3}, {"timeout": 5.0}, {"repeats": 4}, {"pipeline": False}, {"max_retries": 1}):
+        assert RunConfig(**{"narrator": "a:B", "api_base": "http://h:1/v1", **same}).to_dict()["fingerprint"] == base
+    env = RunConfig(narrator="a:B").to_dict()["environment"]
+    assert set(env) == {"pytest_ncp", "world_rules", "prompts"} and all(env.values())
 
 
 def test_every_option_has_help_a_known_kind_and_valid_references():

@@ -70,6 +70,23 @@ def test_the_error_budget_counts_every_record_and_exit_6_wins():
     assert "ncp error budget ok: 1 of 5" in text(decide(records, max_error_rate=0.25))
 
 
+def test_no_spec_can_vanish_from_the_gate_through_errors_whatever_the_budget():
+    # Issue 19 (review finding 2): --repeats 3 --max-error-rate 0.25 with every repeat of one spec errored
+    # passed its gate, "9 of 12 episode(s) observed".
+    def reps(spec, termination="turn_limit", n=3):
+        return [{**ep(spec, termination, kind="auditor"), "repeat": r} for r in range(n)]
+    records = reps("tiny", "error") + reps("a") + reps("b") + reps("c")
+    keys = [f"{e['spec_id']}--r{e['repeat']}" for e in records]
+    v = decide(records, gate=Gate(0.9, 4), max_error_rate=0.25, expected=keys)
+    assert v.exit_code == EXIT_ERROR_BUDGET and v.budget.budget.vanished == (("tiny", 3, 3),)
+    assert "no spec may lose more than half its episodes to unknown outcomes" in text(v) and "tiny (3 of 3)" in text(v)
+    assert "lost more than half their episodes" in text(v)
+    # One errored repeat of three is within both rules.
+    records = reps("a") + reps("b") + reps("c")[:2] + [{**ep("c", "error", kind="model"), "repeat": 2}]
+    keys = [f"{e['spec_id']}--r{e['repeat']}" for e in records]
+    assert decide(records, gate=Gate(0.9, 4), max_error_rate=0.25, expected=keys).exit_code == EXIT_OK
+
+
 def test_narrator_errors_fail_a_run_without_a_gate_and_count_as_failures_with_one():
     records = CLEAN + [ep("n", "error", 1, kind="narrator")]
     v = decide(records)
