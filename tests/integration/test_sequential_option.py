@@ -63,6 +63,17 @@ def test_a_narrator_that_never_conflicts_passes_early_and_the_rest_is_skipped(pr
     assert html.count("<title>threshold 40.0%</title>") == 1  # the confidence sequence is drawn against it
 
 
+def test_the_ini_keys_do_the_same(project):
+    many_specs(project)
+    project.pytester.makeini("[pytest]\npythonpath = .\nncp_sequential = true\nncp_min_survival = 0.4@3\n"
+                             "ncp_seed = 5\nncp_concurrency = 2\n")
+    result = project.run_subprocess("-q", max_turns=3)
+    text = result.stdout.str()
+    assert result.ret == pytest.ExitCode.OK, text
+    assert "ncp survival gate PASSED (sequential): decided after 7 of 20 episodes" in text
+    assert result.parseoutcomes()["skipped"] > 0
+
+
 def test_a_narrator_that_always_conflicts_fails_early_with_the_fixed_verdict(project):
     many_specs(project)
     project.conflict_at(2)
