@@ -8,9 +8,9 @@ Outcomes, as the survival curve sees them:
 - a confirmed conflict is an event (a failure) at its turn;
 - a narrator error (the narrator raised, timed out or answered nothing) is the narrator's fault: an
   event at the turn it could not play (the one after its last completed turn);
-- ``turn_limit``, ``script_exhausted``, ``budget`` (cut short by ``--max-cost``) and every other error
-  (auditor, model, player: an *unknown* outcome) are right-censored at their last completed turn: nothing
-  is known about later turns;
+- ``turn_limit``, ``script_exhausted``, ``budget`` (cut short by ``--max-cost``), ``cancelled`` (ended in
+  flight after a sequential gate decided) and every other error (auditor, model, player: an *unknown*
+  outcome) are right-censored at their last completed turn: nothing is known about later turns;
 - ``success`` survives throughout: the story is complete.
 
 Unknown outcomes are left out of every rate and counted apart, within an error budget; episodes the budget

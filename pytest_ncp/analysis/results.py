@@ -46,7 +46,7 @@ RESULTS_VERSION: Final = 2
 _HINT = "give the results.json written by `ncp run --out DIR` or `pytest --ncp-report=DIR`, or its directory"
 
 Termination = Literal["conflict:fact", "conflict:commitment", "conflict:player_input", "success", "turn_limit",
-                      "script_exhausted", "error", "budget"]
+                      "script_exhausted", "error", "budget", "cancelled"]
 ConflictType = Literal["fact", "commitment", "player_input"]
 ErrorKind = Literal["narrator", "auditor", "model", "player"]
 CommitmentState = Literal["PENDING", "SATISFIED", "VIOLATED"]
@@ -131,7 +131,9 @@ class EpisodeRecord(_Record):
     repeat: int = Field(ge=0, description="Which repeat of the spec (0-based; `--repeats`).")
     termination: Termination = Field(description="How the episode ended. `conflict:*` is a confirmed conflict; "
                                                  "`error` comes with `error.kind`; `budget`: cut short by the "
-                                                 "run's budget (`cut_by`), censored, owned by the budget.")
+                                                 "run's budget (`cut_by`), censored, owned by the budget; "
+                                                 "`cancelled`: ended in flight after a sequential gate decided "
+                                                 "(`--sequential-cancel`), censored.")
     turns: int = Field(ge=0, description="Turns completed.")
     progress: float = Field(ge=0, le=1, description="Trajectory nodes reached / nodes.")
     satisfied: float = Field(ge=0, le=1, description="Achievements and orderings whose condition was met / "
@@ -217,6 +219,8 @@ class RunConfigRecord(_Record):
     cassettes: str | None = Field(default=None, description="Cassette directory.")
     demo: bool = Field(default=False, description="Every model was the bundled scripted server: the figures "
                                                   "judge no real model.")
+    seed: int | None = Field(default=None, ge=0, description="Seed of the order the episodes started in (`--seed`): "
+                                                            "a seeded random order of (spec, repeat).")
     prompt_version: str | None = Field(default=None, description="Version of the auditor and player prompts.")
     environment: dict[str, str] = Field(default_factory=dict, description="What the installed package brings to "
                                         "every verdict: `pytest_ncp` (its version), `world_rules` and `prompts` "
@@ -318,6 +322,104 @@ class ShardRecord(_Record):
     count: int = Field(ge=1, description="n.")
 
 
+class SequentialGateRecord(_Record):
+    """The sequential survival gate at the threshold (``analysis.sequential.SequentialGate``)."""
+
+    threshold: float = Field(ge=0, le=1, description="RATE of the gate.")
+    alpha: float = Field(gt=0, lt=1, description="The gate's alpha (a shard's share of the run's).")
+    split: float = Field(default=0.5, description="Share of alpha spent on wrong passes (the rest: wrong fails).")
+    trunc: float = Field(default=0.5, description="Bet truncation of the hedged-capital process.")
+    decision: Literal["pass", "fail"] | None = Field(default=None, description="The early decision; null when "
+                                                                              "undecided.")
+    decided_after: int | None = Field(default=None, ge=0, description="Observed (uncensored) outcomes at the "
+                                                                      "decision.")
+    seen_at_decision: int | None = Field(default=None, ge=0, description="Outcomes read at the decision, censored "
+                                                                         "ones included.")
+    observed: int = Field(default=0, ge=0, description="Observed outcomes read in all (in-flight episodes that "
+                                                      "finished after the decision included).")
+    censored: int = Field(default=0, ge=0, description="Censored outcomes read in all (left out of the gate).")
+    planned: int | None = Field(default=None, ge=0, description="Episodes the run set out to play.")
+    conflict: bool = Field(default=False, description="Both sides crossed on one outcome: the gate abstained.")
+    e_pass: float = Field(ge=0, description="The capital against `survival <= RATE` at the decision (now, "
+                                            "when undecided): an e-value.")
+    e_fail: float = Field(ge=0, description="The capital against `survival >= RATE`: an e-value.")
+    lower: float = Field(ge=0, le=1, description="Lower bound of the confidence sequence now.")
+    upper: float = Field(ge=0, le=1, description="Upper bound of the confidence sequence now.")
+    history: list[list[float]] = Field(default_factory=list, description="[lower, upper] after each observed "
+                                                                         "outcome: the confidence sequence drawn "
+                                                                         "in the HTML report.")
+
+
+class PairedRecord(_Record):
+    """The sequential paired regression check against a baseline (``analysis.sequential.PairedSequentialTest``)."""
+
+    margin: float = Field(ge=0, lt=1, description="A drop in survival up to this is no regression.")
+    alpha: float = Field(gt=0, lt=1, description="The check's alpha.")
+    decision: Literal["regression", "non-inferior"] | None = Field(default=None, description="The early decision; "
+                                                                                           "null when undecided.")
+    decided_after: int | None = Field(default=None, ge=0, description="Pairs read at the decision.")
+    pairs: int = Field(default=0, ge=0, description="Pairs with a known outcome on both sides.")
+    skipped: int = Field(default=0, ge=0, description="Pairs censored (or missing) on either side.")
+    base_only: int = Field(default=0, ge=0, description="Survived in base, failed in the new run.")
+    new_only: int = Field(default=0, ge=0, description="Failed in base, survived in the new run.")
+    e_regression: float = Field(ge=0, description="The e-value against `drop <= margin`.")
+    e_non_inferior: float = Field(ge=0, description="The e-value against `drop >= margin`.")
+    drop_lower: float = Field(description="Anytime-valid lower bound of survival(base) - survival(new).")
+    drop_upper: float = Field(description="Anytime-valid upper bound of survival(base) - survival(new).")
+
+
+class SequentialOutcome(_Record):
+    """One outcome the sequential checks read, in start order."""
+
+    episode: str = Field(description="The episode key (`spec--rN`).")
+    survived: bool | None = Field(description="Survived TURN; false: failed before it; null: censored.")
+
+
+class MergedSequentialRecord(_Record):
+    """``ncp merge`` of sequential shards: the mean of the shards' e-values (docs/gates.md, "Shards")."""
+
+    method: Literal["mean", "product"] = Field(default="mean", description="How the e-values were combined.")
+    decision: Literal["pass", "fail"] | None = Field(default=None, description="The merged decision; null: the "
+                                                                              "merged run decides as the fixed "
+                                                                              "gate does.")
+    e_pass: float = Field(ge=0, description="Combined e-value against `survival <= RATE`.")
+    e_fail: float = Field(ge=0, description="Combined e-value against `survival >= RATE`.")
+    conflict: bool = Field(default=False, description="Shards decided opposite ways: no merged decision.")
+    shards: list[dict[str, Any]] = Field(default_factory=list, description="Each shard's decision, "
+                                                                           "decided_after, planned and e-values.")
+
+
+class SequentialRecord(_Record):
+    """A run with ``--sequential``: where it stopped and why (docs/gates.md)."""
+
+    rate: float = Field(ge=0, le=1, description="The gate's RATE.")
+    turn: int = Field(ge=0, description="The gate's TURN.")
+    alpha: float = Field(gt=0, lt=1, description="The alpha the checks ran at (a shard's: run_alpha / shards).")
+    run_alpha: float = Field(gt=0, lt=1, description="The run's alpha (`--sequential-alpha`).")
+    shards: int = Field(default=1, ge=1, description="Shards the run was split into (each stops on its own).")
+    seed: int | str = Field(description="Seed of the start order.")
+    cancel: bool = Field(default=False, description="Episodes in flight were cancelled at the stop "
+                                                    "(`--sequential-cancel`).")
+    planned: int = Field(ge=0, description="Episodes the run (or shard) set out to play: M of `decided after N "
+                                           "of M`.")
+    started: int = Field(ge=0, description="Episodes started: the planned ones less `unstarted`.")
+    stopped: bool = Field(description="True when the run stopped early: no episode started after the decision.")
+    stopped_by: str | None = Field(default=None, description="What stopped it: gate, baseline, or gate and "
+                                                             "baseline; null when it ran to the end.")
+    decided_after: int | None = Field(default=None, ge=0, description="Outcomes read in start order when it "
+                                                                      "stopped: N of `decided after N of M`.")
+    unstarted: list[str] = Field(default_factory=list, description="Episode keys never started (not expected: "
+                                                                   "the run is complete without them).")
+    cancelled: list[str] = Field(default_factory=list, description="Episode keys cancelled in flight.")
+    outcomes: list[SequentialOutcome] = Field(default_factory=list, description="The outcomes read, in start "
+                                                                                "order.")
+    gate: SequentialGateRecord | None = Field(default=None, description="The survival gate's record.")
+    baseline: PairedRecord | None = Field(default=None, description="The paired regression check, with a "
+                                                                    "baseline.")
+    merged: MergedSequentialRecord | None = Field(default=None, description="Set by `ncp merge` of sequential "
+                                                                            "shards.")
+
+
 class MergeRecord(_Record):
     """How ``ncp merge`` made this file."""
 
@@ -349,6 +451,9 @@ class RunResults(_Record):
     shard: ShardRecord | None = Field(default=None, description="Set when the file is one shard of a run.")
     canaries: Canaries | None = Field(default=None, description="The auditor canaries' score, with --canaries.")
     merge: MergeRecord | None = Field(default=None, description="Set on the output of `ncp merge`.")
+    sequential: SequentialRecord | None = Field(default=None, description="Set when a sequential gate ran "
+                                                                          "(`--sequential`): where the run "
+                                                                          "stopped and why.")
 
     @model_validator(mode="after")
     def _consistent(self) -> RunResults:
@@ -529,13 +634,15 @@ def load_results(path: str | Path) -> RunResults:
 def build_results(config: Mapping[str, Any], episodes: Iterable[Mapping[str, Any]], *, survival_turn: int = 20,
                   expected: Iterable[str] | None = None, stopped: Stopped | None = None,
                   shard: Mapping[str, int] | None = None, canaries: Mapping[str, Any] | None = None,
-                  merge: Mapping[str, Any] | None = None) -> RunResults:
+                  merge: Mapping[str, Any] | None = None, sequential: Mapping[str, Any] | None = None) -> RunResults:
     """The results of a run from its episode records (``EpisodeResult.to_dict()``).
 
     ``expected`` are the episode keys the run set out to finish (default: the episodes given).
     ``stopped`` is None when the run has ended, ``"running"`` while a host rewrites the file as
     episodes end, ``"interrupted"`` after Ctrl-C. The run is complete when it ended and no expected
-    episode is missing; an ended run with missing episodes is ``"unfinished"``.
+    episode is missing; an ended run with missing episodes is ``"unfinished"``. ``sequential`` is
+    ``SequentialRun.to_dict()``: its ``unstarted`` episodes are not expected (a run that stopped early by
+    design is complete once every episode it started has finished).
     Raises ``RunFileError`` when a record does not fit the format (a bug of the writer, never silent).
     """
     records = sorted((dict(e) for e in episodes), key=lambda e: (e["spec_id"], e["repeat"]))
@@ -546,6 +653,8 @@ def build_results(config: Mapping[str, Any], episodes: Iterable[Mapping[str, Any
         modes.update(e.get("structured_output") or {})
     finished = sorted(episode_key(e["spec_id"], e["repeat"]) for e in records)
     planned = sorted(set(expected)) if expected is not None else finished
+    if sequential is not None:
+        planned = sorted(set(planned) - set(sequential.get("unstarted") or ()))
     if stopped is None and set(planned) - set(finished):
         stopped = "unfinished"
     data: dict[str, Any] = {
@@ -557,6 +666,8 @@ def build_results(config: Mapping[str, Any], episodes: Iterable[Mapping[str, Any
         "canaries": dict(canaries) if canaries is not None else None,
         "merge": dict(merge) if merge is not None else None,
     }
+    if sequential is not None:  # only then: files of runs without it keep their keys (results.py "Growing")
+        data["sequential"] = dict(sequential)
     try:
         return RunResults.model_validate(data)
     except ValidationError as exc:
@@ -585,7 +696,8 @@ def results_json_schema() -> dict[str, Any]:
 
 
 __all__ = ["RESULTS_FILE", "RESULTS_VERSION", "SUPPORTED_VERSIONS", "Canaries", "CanaryCase", "EpisodeRecord",
-           "ErrorRecord", "Failure", "FlagCounts", "ForkOrigin", "MergeRecord", "Metrics", "Models", "NodeReached",
-           "RunConfigRecord", "RunResults", "ShardRecord", "SpeculativeUsage", "Stopped", "SurvivalPoint",
+           "ErrorRecord", "Failure", "FlagCounts", "ForkOrigin", "MergeRecord", "MergedSequentialRecord", "Metrics",
+           "Models", "NodeReached", "PairedRecord", "RunConfigRecord", "RunResults", "SequentialGateRecord",
+           "SequentialOutcome", "SequentialRecord", "ShardRecord", "SpeculativeUsage", "Stopped", "SurvivalPoint",
            "build_results", "load_results", "parse_results", "results_json_schema", "results_path", "split_key",
            "write_results"]

@@ -19,12 +19,18 @@ The parts, and the rule each applies (the stricter of the two front ends' old ru
 - **survival gate** (with ``--min-survival``): ``Gate.check`` (measurable, budget held, >= RATE); undecided
   when the run is incomplete or survival@T is not measurable. The sequential gate of issue 21
   (``analysis/sequential.py``) is one more input: when given and decided early, its decision is the gate's.
+  When the run stopped early (``early``: ``analysis.sequential_run.EarlyStop``) on another check's decision
+  (a certain regression) before the gate decided, the gate is undecided: its fixed rule over the episodes
+  played would judge part of the run. The unstarted episodes of a run that stopped early are not expected
+  (the host leaves them out of ``expected``): such a run is complete.
 - **narrator errors**: without a gate, a narrator that raised, timed out or answered nothing fails the run
   (a crash is a bug, not a measurement); with a gate they are counted as failures in survival.
 - **canaries** (with ``--canaries``): the auditor must catch and pass enough known answers; canaries that
   could not run, or did not finish, fail too.
 - **baseline** (with ``--ncp-baseline``): a significant drop fails; a comparison that cannot be made, or
-  that has nothing measurable, is undecided, never a pass.
+  that has nothing measurable, is undecided, never a pass. With ``--ncp-sequential`` the paired sequential
+  check decides first when it decided: a certain regression fails, a certain non-inferiority passes; undecided
+  when the run stopped early on the gate's decision before it decided.
 - **problems**: what the host reported (spec files that did not load, workers that died): exit 1.
 
 Exit code: 6 when the error budget is exceeded, else 7 when the cost cap cut episodes short, else 1 when any
@@ -44,7 +50,8 @@ from .metrics import BudgetVerdict, Gate, GateVerdict, error_budget, is_cut, is_
 if TYPE_CHECKING:
     from .compare import Comparison
     from .sequential import GateVerdict as SequentialVerdict
-    from .sequential import SequentialGate
+    from .sequential import PairedSequentialTest, SequentialGate
+    from .sequential_run import EarlyStop
 
 Decision = Literal["passed", "failed", "undecided"]
 Episode = Mapping[str, Any]
@@ -85,6 +92,8 @@ class SurvivalGate:
     sequential: SequentialVerdict | None = None  # issue 21: set when a sequential gate was given
     incomplete: bool = False                # undecided because the run is incomplete, whatever ``fixed`` says
     cut: int = 0                            # episodes the cost cap cut short (censored: fewer observed)
+    early: EarlyStop | None = None          # how a sequential run stopped (or did not)
+    cut_short: bool = False                 # undecided: another check stopped the run before this gate decided
 
     @property
     def by(self) -> str:
@@ -119,6 +128,7 @@ class BaselineResult:
     path: str
     comparison: Comparison | None = None
     error: str | None = None  # the baseline could not be read or compared
+    sequential: PairedSequentialTest | None = None  # with --ncp-sequential: the paired check, fed in start order
 
 
 @dataclass(frozen=True)
@@ -178,15 +188,15 @@ class Verdict:
 def decide(records: Sequence[Episode], *, gate: Gate | None = None, max_error_rate: float = 0.0,
            expected: Iterable[str] | None = None, interrupted: bool = False,
            canaries: CanaryResult | None = None, baseline: BaselineResult | None = None,
-           sequential: SequentialGate | None = None, problems: Sequence[str] = (),
-           max_cost: float | None = None) -> Verdict:
+           sequential: SequentialGate | None = None, early: EarlyStop | None = None,
+           problems: Sequence[str] = (), max_cost: float | None = None) -> Verdict:
     """The run's verdict (module docstring): each part's decision, then the exit code.
 
     ``records`` are the run's episode records (results.json ``episodes``), every one, whichever tests a
     host selected; ``expected`` the episode keys it set out to finish (None: the records are all of
     them). ``canaries`` / ``baseline`` are None when not asked for. ``sequential`` is issue 21's
-    ``SequentialGate`` fed with the run's outcomes, when the gate is sequential. ``max_cost`` is the cost
-    cap (``--max-cost``), None without one.
+    ``SequentialGate`` fed with the run's outcomes, when the gate is sequential, and ``early`` how the run
+    stopped (``SequentialRun.summary()``). ``max_cost`` is the cost cap (``--max-cost``), None without one.
     """
     records = list(records)
     finished = {episode_key(str(e["spec_id"]), int(e["repeat"])) for e in records}
@@ -204,14 +214,14 @@ def decide(records: Sequence[Episode], *, gate: Gate | None = None, max_error_ra
                     for e in records)
         parts.append(CostCap("undecided" if cut else "passed", max_cost, cut, spent))
     if gate is not None:
-        parts.append(_gate(gate, records, max_error_rate, complete, sequential, cut))
+        parts.append(_gate(gate, records, max_error_rate, complete, sequential, early, cut))
     else:
         count = sum(is_narrator_error(e) for e in records)
         parts.append(NarratorErrors("failed" if count else "passed", count))
     if canaries is not None:
         parts.append(Canaries(_canary_decision(canaries), canaries))
     if baseline is not None:
-        parts.append(Baseline(_baseline_decision(baseline, bool(records)), baseline))
+        parts.append(Baseline(_baseline_decision(baseline, bool(records), early), baseline))
     if problems:
         parts.append(Problems("failed", tuple(problems)))
     if budget.exceeded:
@@ -226,18 +236,20 @@ def decide(records: Sequence[Episode], *, gate: Gate | None = None, max_error_ra
 
 
 def _gate(gate: Gate, records: list[Episode], max_error_rate: float, complete: bool,
-          sequential: SequentialGate | None, cut: int = 0) -> SurvivalGate:
+          sequential: SequentialGate | None, stop: EarlyStop | None, cut: int = 0) -> SurvivalGate:
     fixed = gate.check(records, max_error_rate)
     early = sequential.verdict(fixed.passed) if sequential is not None else None
     if not complete:
-        return SurvivalGate("undecided", gate, fixed, early, incomplete=True, cut=cut)
+        return SurvivalGate("undecided", gate, fixed, early, incomplete=True, cut=cut, early=stop)
     if early is not None and early.by == "sequential":
         # Anytime-valid: an early decision holds however often the gate looked (analysis/sequential.py).
         # The error budget still applies (its own part, exit 6).
-        return SurvivalGate("passed" if early.passed else "failed", gate, fixed, early, cut=cut)
+        return SurvivalGate("passed" if early.passed else "failed", gate, fixed, early, cut=cut, early=stop)
+    if stop is not None and stop.stopped:
+        return SurvivalGate("undecided", gate, fixed, early, cut=cut, early=stop, cut_short=True)
     if fixed.passed:
-        return SurvivalGate("passed", gate, fixed, early, cut=cut)
-    return SurvivalGate("failed" if fixed.decided else "undecided", gate, fixed, early, cut=cut)
+        return SurvivalGate("passed", gate, fixed, early, cut=cut, early=stop)
+    return SurvivalGate("failed" if fixed.decided else "undecided", gate, fixed, early, cut=cut, early=stop)
 
 
 def _canary_decision(c: CanaryResult) -> Decision:
@@ -248,9 +260,14 @@ def _canary_decision(c: CanaryResult) -> Decision:
     return "passed" if c.summary.get("ok") else "failed"
 
 
-def _baseline_decision(b: BaselineResult, ran: bool) -> Decision:
+def _baseline_decision(b: BaselineResult, ran: bool, stop: EarlyStop | None = None) -> Decision:
     if b.error is not None:
         return "failed"
+    if b.sequential is not None and b.sequential.decision is not None:
+        # Anytime-valid, as the sequential gate (analysis/sequential.py, "Paired regression check").
+        return "failed" if b.sequential.decision == "regression" else "passed"
+    if b.sequential is not None and stop is not None and stop.stopped:
+        return "undecided"  # the gate stopped the run first: the fixed comparison would judge part of it
     if b.comparison is None or not ran:
         return "undecided"  # nothing of this run to compare: never "no regression"
     if not b.comparison.measurable:

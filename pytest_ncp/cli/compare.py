@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.config import episode_name
-from .common import EXIT_ERROR_BUDGET, EXIT_FAILED, EXIT_OK, error_rate, positive, usage, whole_number
+from .common import EXIT_ERROR_BUDGET, EXIT_FAILED, EXIT_OK, add_options, error_rate, positive, resolve_args, usage, \
+    whole_number
 
 
 if TYPE_CHECKING:
@@ -52,6 +53,14 @@ def register(sub: Any) -> None:
                    help="compare even when episodes of BASE have no partner in NEW (a partial or interrupted "
                         "run, another spec set); without it compare exits 1, since a missing episode may be the "
                         "failing one")
+    p.add_argument("--sequential", action="store_true",
+                   help="decide with the anytime-valid paired check over the (spec, repeat) pairs in NEW's seeded "
+                        "order (docs/gates.md): exit 1 once a regression is certain, 0 once a non-inferiority is "
+                        "(see --margin); undecided, the exact McNemar test decides as without it. Episodes NEW "
+                        "never started because its own sequential gate stopped it are not unpaired")
+    from ..core.options import OPTION
+
+    add_options(p, [OPTION["margin"]], "compare")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("agree", help="auditor agreement between runs of the same transcripts",
@@ -79,6 +88,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ..core.traces import RunFileError
 
     try:
+        resolve_args(args)  # --margin, from the option table
         base, new = load_results(args.base), load_results(args.new)
         kinds = _commitment_kinds(args.specs, [(new, results_path(args.new).parent),
                                                (base, results_path(args.base).parent)])
@@ -99,22 +109,53 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for name, budget in budgets:
         if budget.unknown or budget.exceeded:
             print(budget_line(budget, f"{name} run"))
+    check = _sequential(base, new, args, turn) if args.sequential else None
     if any(b.exceeded for _, b in budgets):
         return EXIT_ERROR_BUDGET
-    if not result.measurable:
+    if check is not None and check.decision == "regression":
+        return EXIT_FAILED  # certain, whatever else is missing: the pairs it read already show it
+    if not result.measurable and check is None:
         return EXIT_FAILED  # no evidence either way: never a pass
-    if result.only_in_base and not args.allow_unpaired:
+    # Episodes new never started because its own sequential gate stopped it are no partial run (--sequential).
+    unstarted = set(new.sequential.unstarted) if args.sequential and new.sequential is not None else set()
+    unpaired = [k for k in result.only_in_base if f"{k[0]}--r{k[1]}" not in unstarted]
+    if unpaired and not args.allow_unpaired:
         # A run that stopped early (SIGINT, a dead worker, a shard merged without its slice) lacks exactly the
         # episodes it never finished, and one of them may be the one that fails: no verdict over the rest.
-        print(f"ncp compare: cannot decide: {len(result.only_in_base)} episode(s) of base have no partner in new "
-              f"(first: {episode_name(*result.only_in_base[0])}); a partial run may lack the failing one. Re-run "
+        print(f"ncp compare: cannot decide: {len(unpaired)} episode(s) of base have no partner in new "
+              f"(first: {episode_name(*unpaired[0])}); a partial run may lack the failing one. Re-run "
               "them (e.g. --resume), or pass --allow-unpaired to judge the pairs alone")
+        return EXIT_FAILED
+    if check is not None and check.decision == "non-inferior":
+        return EXIT_OK  # certain at the check's level: no power question is left
+    if not result.measurable:
         return EXIT_FAILED
     if result.underpowered and not args.allow_underpowered:
         print("ncp compare: cannot decide: the comparison is underpowered (see above); pass --allow-underpowered "
               "to accept it as no evidence of a change")
         return EXIT_FAILED
     return EXIT_FAILED if result.regression else EXIT_OK
+
+
+def _sequential(base: RunResults, new: RunResults, args: argparse.Namespace, turn: int) -> Any:
+    """``--sequential``: the paired check in new's seeded order; prints its line and returns it."""
+    from ..analysis.sequential_run import paired_check
+
+    seed = new.config.seed if new.config.seed is not None else 0
+    check, planned = paired_check(base.records(), new.records(), turn=turn, margin=args.margin,
+                                  alpha=args.alpha, seed=seed)
+    lo, hi = check.drop_bounds()
+    bounds = f"anytime-valid {1 - args.alpha:.0%} bounds of the drop {lo:+.1%} to {hi:+.1%}"
+    if check.decision is None:
+        print(f"ncp compare (sequential): undecided after all {planned} pair(s) ({check.pairs} with an outcome on "
+              f"both sides; {bounds}): the exact test above decides")
+    else:
+        said = (f"the drop in survival@{turn} is certainly above {args.margin:.1%}" if check.decision == "regression"
+                else f"any drop in survival@{turn} is certainly below {args.margin:.1%}" if args.margin > 0
+                else f"survival@{turn} is certainly higher in new")
+        print(f"ncp compare (sequential): {check.decision.upper()} decided after {check.decided_after} of {planned} "
+              f"pair(s) (seed {seed}): {said} ({bounds})")
+    return check
 
 
 def _describe(run: RunResults) -> str:

@@ -42,6 +42,10 @@ def cmd_merge(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     print(summary(merged.metrics.model_dump(mode="json"), merged.metrics.survival_turn))
+    if merged.sequential is not None:
+        from ..report.verdict import merged_sequential_line
+
+        print(merged_sequential_line(merged.sequential))
     if not merged.complete:
         print(f"INCOMPLETE: {merged.incompleteness()}: a gate or compare over it judges part of the run")
     print(f"results: {path}")

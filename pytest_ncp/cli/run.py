@@ -12,6 +12,7 @@ from .common import EXIT_USAGE, add_options, resolve_args, summary, usage
 
 if TYPE_CHECKING:
     from ..analysis.metrics import Gate
+    from ..analysis.sequential_run import SequentialPlan, SequentialRun
     from ..analysis.verdict import CanaryResult
 
 
@@ -36,6 +37,7 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     from ..engine.narrators import NarratorLoadError
     from ..engine.runner import Runner
     from ..report.progress import ProgressDisplay
+    from ..report.verdict import stopped_line
 
     try:
         options = resolve_args(args)  # every table option parsed and checked; args now hold the values
@@ -59,7 +61,7 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     if args.estimate:
         return _estimate(config, specs, canary_cases)
     try:
-        runner = Runner(config, out_dir=Path(args.out) if args.out else None)
+        runner = Runner(config, out_dir=Path(args.out) if args.out else None, sequential=_plan(gate, config, args))
     except (NarratorLoadError, ValueError) as exc:
         return usage(str(exc))
     if args.resume and not _resume(runner, specs, args):
@@ -67,12 +69,25 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     assert runner.client is not None
     display = ProgressDisplay(runner.progress, runner.client.usage)
     runner.on_episode = display.episode_done
+    runner.on_stop = lambda monitor: display.line(stopped_line(monitor.summary(), monitor.plan.cancel))
     jobs = runner.jobs(specs)
     problems, canaries = _execute(runner, specs, len(jobs), canary_cases, args, display)
     for problem in problems:
         print(f"ncp: error: {problem}", file=sys.stderr)
     entries = _report(runner, jobs, canaries, args)
-    return _verdict(entries, runner.expected, gate, canaries, [*map(str, errors), *problems], args)
+    return _verdict(entries, runner.expected, gate, canaries, [*map(str, errors), *problems], args, runner.monitor)
+
+
+def _plan(gate: Gate | None, config: Any, args: argparse.Namespace) -> SequentialPlan | None:
+    """``--sequential``'s plan (``resolve_args`` already refused it without ``--min-survival``)."""
+    if not args.sequential or gate is None:
+        return None
+    from ..analysis.sequential_run import SequentialPlan
+    from ..core.config import Shard
+
+    shards = Shard.parse(config.shard).count if config.shard else 1
+    return SequentialPlan(gate.rate, gate.turn, alpha=args.sequential_alpha, seed=config.seed,
+                          cancel=args.sequential_cancel, shards=shards)
 
 
 def _estimate(config: Any, specs: list[Any], canary_cases: list[Any]) -> int:
@@ -95,14 +110,17 @@ def _estimate(config: Any, specs: list[Any], canary_cases: list[Any]) -> int:
 
 
 def _verdict(entries: list[dict[str, Any]], expected: set[str], gate: Gate | None, canaries: CanaryResult | None,
-             problems: list[str], args: argparse.Namespace) -> int:
+             problems: list[str], args: argparse.Namespace, monitor: SequentialRun | None = None) -> int:
     """The run's verdict, through the one function the pytest session uses too: print its lines, return its
-    exit code. ``expected`` are the episodes this run set out to finish (``Runner.plan``)."""
+    exit code. ``expected`` are the episodes this run set out to finish (``Runner.plan``), less those a sequential
+    decision (``monitor``) left unstarted."""
     from ..analysis.verdict import decide
     from ..report.verdict import verdict_lines
 
     verdict = decide(entries, gate=gate, max_error_rate=args.max_error_rate, expected=expected, canaries=canaries,
-                     problems=problems, max_cost=args.max_cost)
+                     problems=problems, max_cost=args.max_cost,
+                     sequential=monitor.gate if monitor is not None else None,
+                     early=monitor.summary() if monitor is not None else None)
     for line in verdict_lines(verdict, "run"):
         print(line)
     return verdict.exit_code

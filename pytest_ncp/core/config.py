@@ -101,6 +101,7 @@ class RunConfig:
     record_mode: str | None = default("record-mode")       # None: cassettes off
     cassettes: str | None = default("cassettes")
     demo: bool = default("demo")  # every model is the bundled scripted server: figures judge no model
+    seed: int = default("seed")   # the episodes' start order (analysis.sequential.seeded_order)
     # How episodes are scheduled, never what they produce (SCHEDULE_FIELDS): left out of to_dict.
     pipeline: bool = default("no-pipeline")  # play turn t+1 while turn t is audited (--no-pipeline: sequential)
     shard: str | None = default("shard")     # "i/n": run only this slice of the episodes

@@ -119,6 +119,25 @@ def share(raw: Any) -> float:
     return value
 
 
+def alpha(raw: Any) -> float:
+    """A probability strictly within (0, 1): the chance of a wrong early decision (``0.05``)."""
+    try:
+        value = float(str(raw).strip())
+    except ValueError:
+        value = math.nan
+    if not 0.0 < value < 1.0:  # NaN too
+        raise ValueError("expected a number within (0, 1) such as 0.05")
+    return value
+
+
+def margin(raw: Any) -> float:
+    """A share of survival below 1 (``0.05``, ``5%``): a drop up to it is not a regression."""
+    value = share(raw)
+    if value >= 1.0:
+        raise ValueError("expected a share within 0..1 (below 1) such as 0.05, or a percentage such as 5%")
+    return value
+
+
 def choice(label: str, valid: tuple[str, ...]) -> Parser:
     def parse(raw: Any) -> str:
         if str(raw) not in valid:
@@ -341,6 +360,25 @@ OPTIONS: tuple[Option, ...] = (
            "be priced", config=RECORDED, metavar="USD"),
     Option("estimate", flag, False, "print an upper bound of the run's model calls, tokens and list-price cost "
            "(per role and audit step), then exit 0 without calling a model", kind=FLAG),
+    # --- gates that decide early (issue 21, docs/gates.md) ---
+    Option("seed", whole(0), 0, "seed of the episode order: episodes start in a seeded random order of (spec, repeat), "
+           "the order a sequential gate reads their outcomes in; the same seed and episodes give the same order",
+           config=RECORDED, metavar="N"),
+    Option("sequential", flag, False, "with {min-survival}: decide as soon as an anytime-valid confidence sequence "
+           "for survival@TURN is certainly above or below RATE, then start no new episode (the report says decided "
+           "after N of M episodes); a run that never becomes certain goes to the end and the fixed gate decides",
+           kind=FLAG, needs=("min-survival", "the survival gate it decides early"),
+           notes={"pytest": "; with {baseline}, also the paired regression check (see {margin}); unstarted spec "
+                            "tests are reported as skipped"}),
+    Option("sequential-alpha", alpha, 0.05, "with {sequential}: the chance of a wrong early decision, split evenly "
+           "between wrong passes and wrong fails", metavar="ALPHA"),
+    Option("sequential-cancel", flag, False, "with {sequential}: once decided, cancel the episodes in flight at their "
+           "next turn (they end as cancelled: censored, never a failure) instead of letting them finish",
+           kind=FLAG, needs=("sequential", "the decision that cancels them")),
+    Option("margin", margin, 0.0, "the sequential regression check's margin (with {sequential} and a baseline): a "
+           "drop in survival@TURN up to this share is no regression, and the check ends early once any drop is "
+           "certainly smaller (non-inferior); 0: only a certain regression or a certain improvement ends it",
+           ncp=None, metavar="M"),
     Option("max-error-rate", share, "0", "error budget: share of episodes allowed to end in an auditor, model or "
            "player error (unknown outcome), e.g. 0.05 or 5%; above it the run exits 6 (0: none allowed)",
            metavar="RATE"),

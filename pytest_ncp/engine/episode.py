@@ -46,6 +46,9 @@ class Termination(str, enum.Enum):
     # Cut short by the run's budget (--max-cost refused a model call): right-censored at its last turn, owned
     # by the budget (DESIGN 7.5), never a narrator failure and never an unknown outcome of the error budget.
     BUDGET = "budget"
+    # A sequential gate decided and --sequential-cancel ended the episode at its next turn: right-censored at its
+    # last turn (never a failure, never an unknown outcome; DESIGN 7.5's owner "budget").
+    CANCELLED = "cancelled"
 
     @property
     def is_conflict(self) -> bool:
@@ -308,6 +311,8 @@ class Episode:
     config: dict[str, Any] = field(default_factory=dict)
     on_turn: Callable[[], None] | None = None  # after each audited turn (progress displays)
     pipeline: bool = True  # play turn t+1 while turn t is audited (see _loop); False: the sequential reference
+    # Asked between turns: True ends the episode as CANCELLED (a sequential gate decided, --sequential-cancel).
+    stop: Callable[[], bool] | None = None
     # Start from a recorded state (a fork, see fork.py): turn ``start.turn`` is played with its recorded
     # player input after the recorded history; ``fork_origin`` ({"trace", "turn", "sample"}) marks the result.
     start: Any = None
@@ -426,6 +431,9 @@ class Episode:
                 return end
             if following > self.max_turns:
                 return Termination.TURN_LIMIT
+            if self.stop is not None and self.stop():
+                await self._discard(ahead, result)
+                return Termination.CANCELLED
             self._mark(following)
             played, turn = await self._resume(ahead, following, history), following
         return Termination.SCRIPT_EXHAUSTED

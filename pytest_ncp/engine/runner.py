@@ -25,6 +25,7 @@ from .narrators import NarratorFactory, load_narrator
 from ..core.config import DEFAULT_AUDITOR_MODEL, RunConfig, Shard, episode_key
 from .players import Player, make_player
 from ..analysis.results import EpisodeRecord, Stopped, build_results, write_results
+from ..analysis.sequential_run import SequentialPlan, SequentialRun, episode_order
 from ..core.spec import NarrativeSpec
 
 if TYPE_CHECKING:
@@ -87,8 +88,17 @@ class Runner:
     expected: set[str] = field(default_factory=set)
     stopped: Stopped | None = "running"
     _saved_at: float = field(default=0.0, repr=False)  # time.monotonic() of the last results.json rewrite
+    # --sequential (issue 21): ``plan()`` builds ``monitor`` from it, which reads every finished episode in start
+    # order and stops the run (``analysis/sequential_run.py``). Hosts whose decision is taken elsewhere (a
+    # pytest-xdist worker: the controller decides) pass ``halt`` (start no new episode) and ``cancel`` (end the
+    # episodes in flight at their next turn) instead.
+    sequential: SequentialPlan | None = None
+    halt: Callable[[], bool] | None = None
+    cancel: Callable[[], bool] | None = None
+    on_stop: Callable[[SequentialRun], None] | None = None  # once, when ``monitor`` stops the run
 
     def __post_init__(self) -> None:
+        self.monitor: SequentialRun | None = None
         if self.client is None:
             self.client = ModelClient(**self.config.client_options())
         self.cassettes: CassetteTransport | None = None
@@ -121,8 +131,31 @@ class Runner:
             max_turns=self.config.max_turns, max_response_chars=self.config.max_response_chars, repeat=repeat,
             client=self.client, on_turn=self._turn_done,
             narrator_model=self.config.narrator_model, trace_path=trace, config=self.config.to_dict(),
-            pipeline=self.config.pipeline,
+            pipeline=self.config.pipeline, stop=self._cancelled,
         )
+
+    def _cancelled(self) -> bool:
+        """Should the episodes in flight end now (``--sequential-cancel`` once the run stopped)?"""
+        if self.monitor is not None and self.monitor.cancel_now:
+            return True
+        return self.cancel is not None and self.cancel()
+
+    def may_start(self, spec_id: str, repeat: int) -> bool:
+        """May this episode start? False once a sequential decision stopped the run (``monitor``, or ``halt``)."""
+        if episode_key(spec_id, repeat) in self._finished:
+            return True  # already finished (resume): read again, never run
+        if self.monitor is not None:
+            return self.monitor.start((spec_id, repeat))
+        return not (self.halt is not None and self.halt())
+
+    def _observe(self, record: dict[str, Any]) -> None:
+        """A finished episode, for the sequential checks (``monitor``), in whatever order episodes finish."""
+        if self.monitor is None:
+            return
+        was = self.monitor.stopped
+        self.monitor.finished(record)
+        if self.monitor.stopped and not was and self.on_stop is not None:
+            self.on_stop(self.monitor)
 
     def resume(self, specs: Sequence[NarrativeSpec] = (), *, force: bool = False,
                force_flag: str = "--resume --force") -> int:
@@ -196,6 +229,7 @@ class Runner:
             if done is not None:
                 self.progress.finished += 1
                 self.progress.conflicts += done.termination.is_conflict
+                self._observe(self.results[episode_key(spec.id, repeat)])
                 return done
         try:
             episode = self.episode(spec, repeat)
@@ -219,33 +253,49 @@ class Runner:
             self.on_turn()
 
     async def run(self, specs: Sequence[NarrativeSpec]) -> list[EpisodeResult]:
-        """All episodes of ``specs`` x ``repeats``, at most ``concurrency`` at a time, in input order."""
+        """The episodes of ``specs`` x ``repeats`` that ran, in input order. They start in ``jobs()`` order, at
+        most ``concurrency`` at a time (the bound is first come, first served); once a sequential decision
+        stopped the run, the rest never start."""
         bound = asyncio.Semaphore(self.config.concurrency)
 
-        async def one(spec: NarrativeSpec, repeat: int) -> EpisodeResult:
+        async def one(spec: NarrativeSpec, repeat: int) -> EpisodeResult | None:
             async with bound:
+                if not self.may_start(spec.id, repeat):
+                    return None
                 return await self.run_one(spec, repeat)
 
         jobs = [one(s, r) for s, r in self.plan(specs)]
         self.progress.total += len(jobs)
         try:
-            done = list(await asyncio.gather(*jobs))
+            done = [r for r in await asyncio.gather(*jobs) if r is not None]
         finally:
             self.save(force=True)  # cancelled too: results.json holds every episode that finished
         self.end()  # also after a resume that ran nothing: results.json then carries this run's configuration
-        return done
+        place = {(s.id, r): i for i, (s, r) in enumerate((s, r) for s in specs for r in range(self.config.repeats))}
+        return sorted(done, key=lambda e: place[(e.spec.id, e.repeat)])
 
     def jobs(self, specs: Sequence[NarrativeSpec]) -> list[tuple[NarrativeSpec, int]]:
-        """The (spec, repeat) episodes of this run: every one, or this shard's slice (``--shard i/n``)."""
-        jobs = [(s, r) for s in specs for r in range(self.config.repeats)]
-        if self.config.shard:
-            jobs = Shard.parse(self.config.shard).select(jobs)
-        return jobs
+        """The (spec, repeat) episodes of this run, in the order they start: the seeded order (``--seed``) of every
+        one, or of this shard's slice (``--shard i/n``). A shard's slice is the sorted episodes dealt round-robin
+        (``Shard.select``); with ``--sequential`` it is dealt from the seeded order instead, so that each shard's
+        gate tests the run's survival rate (``analysis.sequential_run.episode_order``, docs/gates.md). Starting in
+        the seeded order changes which episode starts first, never what one produces."""
+        every = [(s, r) for s in specs for r in range(self.config.repeats)]
+        by_key = {(s.id, r): (s, r) for s, r in every}
+        shard = Shard.parse(self.config.shard) if self.config.shard else None
+        if shard is not None and self.sequential is None:
+            keys = [(s.id, r) for s, r in shard.select(every)]
+            return [by_key[k] for k in episode_order(keys, self.config.seed)]
+        cut = (shard.index, shard.count) if shard is not None else None
+        return [by_key[k] for k in episode_order(by_key, self.config.seed, cut)]
 
     def plan(self, specs: Sequence[NarrativeSpec]) -> list[tuple[NarrativeSpec, int]]:
-        """``jobs(specs)``, now expected to finish: results.json is complete only once all of them have."""
+        """``jobs(specs)``, now expected to finish: results.json is complete only once all of them have (bar those
+        a sequential decision left unstarted)."""
         jobs = self.jobs(specs)
         self.expect(episode_key(s.id, r) for s, r in jobs)
+        if self.sequential is not None and self.monitor is None:
+            self.monitor = SequentialRun(self.sequential, [(s.id, r) for s, r in jobs])
         return jobs
 
     def expect(self, keys: Any) -> None:
@@ -257,6 +307,8 @@ class Runner:
         """The run is over: ``stopped`` None when it ended by itself (results.json then says complete when no
         expected episode is missing), ``"interrupted"`` after Ctrl-C. Rewrites results.json."""
         self.stopped = stopped
+        if self.monitor is not None:  # never started by design: not expected (results.json is complete without them)
+            self.expected.difference_update(self.monitor.unstarted_keys())
         self.save(force=True)
 
     # --- results.json --------------------------------------------------------------------------
@@ -264,7 +316,8 @@ class Runner:
         self.progress.finished += 1
         self.progress.conflicts += result.termination.is_conflict
         self.progress.errors += result.error is not None
-        self.results[episode_key(result.spec.id, result.repeat)] = result.to_dict()
+        record = self.results[episode_key(result.spec.id, result.repeat)] = result.to_dict()
+        self._observe(record)
         if self.on_episode:
             self.on_episode(result)
         self.save()
@@ -283,7 +336,8 @@ class Runner:
                 shard = Shard.parse(self.config.shard).to_dict()
             write_results(self.out_dir, build_results(
                 self.config.to_dict(), list(self.results.values()), survival_turn=self.config.survival_turn,
-                expected=self.expected, stopped=self.stopped, shard=shard, canaries=self.canaries))
+                expected=self.expected, stopped=self.stopped, shard=shard, canaries=self.canaries,
+                sequential=self.monitor.to_dict() if self.monitor is not None else None))
 
 
 class BackgroundRunner:
@@ -318,7 +372,7 @@ class BackgroundRunner:
             self._loop = loop
         return self._loop
 
-    def submit(self, spec: NarrativeSpec, repeat: int = 0) -> concurrent.futures.Future[EpisodeResult]:
+    def submit(self, spec: NarrativeSpec, repeat: int = 0) -> concurrent.futures.Future[EpisodeResult | None]:
         key = episode_key(spec.id, repeat)
         with self._lock:
             if key not in self._futures:
@@ -333,12 +387,15 @@ class BackgroundRunner:
                 self._futures[key] = asyncio.run_coroutine_threadsafe(make(), self._start())
             return self._futures[key]
 
-    async def _bounded(self, spec: NarrativeSpec, repeat: int) -> EpisodeResult:
+    async def _bounded(self, spec: NarrativeSpec, repeat: int) -> EpisodeResult | None:
         assert self._bound is not None
         async with self._bound:
+            if not self.runner.may_start(spec.id, repeat):
+                return None  # a sequential decision stopped the run first: never started
             return await self.runner.run_one(spec, repeat)
 
-    def result(self, spec: NarrativeSpec, repeat: int = 0) -> EpisodeResult:
+    def result(self, spec: NarrativeSpec, repeat: int = 0) -> EpisodeResult | None:
+        """The episode's result; None when a sequential decision stopped the run before it started."""
         return self.submit(spec, repeat).result()
 
     def run_coroutine(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:

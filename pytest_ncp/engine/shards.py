@@ -3,7 +3,10 @@
 A shard is a deterministic, balanced slice of the run's (spec, repeat) episodes: the episodes are
 ordered by (spec id, repeat), and episode k goes to shard k mod n + 1. Every episode is in exactly
 one shard, shard sizes differ by at most one, the repeats of one spec spread over shards, and the
-slice does not depend on the order specs were found in. Each shard writes an ordinary run folder
+slice does not depend on the order specs were found in. A sequential run's shards (``--sequential``) are dealt
+from the run's seeded order instead (``analysis.sequential_run.episode_order``), so that each is a random
+sample of the run; each stops on its own gate at alpha / n, and the merge combines their e-values
+(``merge_sequential``; docs/gates.md, "Shards"). Each shard writes an ordinary run folder
 whose results.json also says ``"shard": {"index": i, "count": n}``; ``merge_runs`` checks that the
 parts belong to one run (same configuration bar the endpoint and cassette folder each machine used,
 same shard count, none missing, no episode twice, each shard complete and holding exactly its slice) and
@@ -50,6 +53,7 @@ def merge_runs(sources: Sequence[str | Path], out: str | Path, *, allow_missing:
         notes.append(f"merged although incomplete (--allow-incomplete): {why}")
     out = Path(out)
     first = parts[0][1]
+    sequential = _sequential(parts)
     merged = build_results(
         first.config.model_dump(mode="json", exclude_unset=True), _episodes(parts, out),
         survival_turn=20 if first.config.survival_turn is None else first.config.survival_turn,
@@ -57,8 +61,21 @@ def merge_runs(sources: Sequence[str | Path], out: str | Path, *, allow_missing:
         # Not complete when a shard, or part of one, is not there: the merged figures cover less than the run.
         stopped="unfinished" if incomplete or missing else None,
         merge={"sources": [str(f) for f, _ in parts], "incomplete": [str(f) for f, _ in incomplete],
-               "missing_shards": [f"{i}/{count}" for i in missing]})
+               "missing_shards": [f"{i}/{count}" for i in missing]},
+        sequential=sequential)
     return write_results(out, merged), merged, notes
+
+
+def _sequential(parts: Sequence[tuple[Path, RunResults]]) -> dict[str, Any] | None:
+    """The merged sequential record of sequential shards (None when none is); MergeError for a mix."""
+    from ..analysis.sequential_run import merge_sequential
+
+    records = [d.sequential for _, d in parts]
+    if all(r is None for r in records):
+        return None
+    if any(r is None for r in records):
+        raise MergeError("some of the runs were sequential (--sequential) and some not: merge only shards of one run")
+    return merge_sequential([r.model_dump(mode="json") for r in records if r is not None]).record
 
 
 def _read_parts(sources: Sequence[str | Path]) -> list[tuple[Path, RunResults]]:
@@ -151,7 +168,11 @@ def _incomplete_parts(parts: Sequence[tuple[Path, RunResults]], count: int | Non
     from ..analysis.results import split_key
 
     found: list[tuple[Path, str]] = []
-    every = sorted({split_key(k) for _, d in parts for k in d.expected})
+    # A sequential shard that stopped early leaves its unstarted episodes out of ``expected``: its slice is both.
+    def planned(data: RunResults) -> set[str]:
+        return set(data.expected) | set(data.sequential.unstarted if data.sequential is not None else ())
+
+    every = sorted({split_key(k) for _, d in parts for k in planned(d)})
     for file, data in parts:
         if not data.complete:
             found.append((file, f"{file}: {data.incompleteness()}"))
@@ -163,9 +184,15 @@ def _incomplete_parts(parts: Sequence[tuple[Path, RunResults]], count: int | Non
         if count and data.shard is not None:
             from ..core.config import episode_key
 
-            slice_ = sorted(episode_key(*job) for job in Shard(data.shard.index, count).select(every))
-            if slice_ != sorted(data.expected):
-                found.append((file, f"{file}: shard {data.shard.index}/{count} holds {len(data.expected)} episode(s), "
+            if data.sequential is not None:  # dealt from the run's seeded order (Runner.jobs)
+                from ..analysis.sequential_run import episode_order
+
+                cut = episode_order(every, data.sequential.seed, (data.shard.index, count))
+            else:
+                cut = Shard(data.shard.index, count).select(every)
+            slice_ = sorted(episode_key(*job) for job in cut)
+            if slice_ != sorted(planned(data)):
+                found.append((file, f"{file}: shard {data.shard.index}/{count} holds {len(planned(data))} episode(s), "
                                     f"not its slice of the run's {len(every)} ({len(slice_)}): the shards were "
                                     "run over different specs or repeats"))
     return found

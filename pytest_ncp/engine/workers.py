@@ -2,11 +2,11 @@
 
 One event loop drives hundreds of episodes while they wait on models, but every model call costs
 CPU (building the prompt, HTTP, parsing, the trace), so past some number of episodes in flight one
-core is the bound, not the models (benchmarks/README.md measures where). Workers each run a
-balanced share of the episodes (round-robin over the run's (spec, repeat) order) with their share
-of ``--concurrency``; the parent process keeps the one progress display and the one results.json,
-written as each episode's record arrives. Traces and cassettes are per episode, so workers never
-write the same file.
+core is the bound, not the models (benchmarks/README.md measures where). The parent hands the episodes
+out in the run's start order to whichever worker has a free slot (each holds its share of
+``--concurrency``), so a sequential gate decided in the parent stops the run as it would in one process;
+the parent keeps the one progress display and the one results.json, written as each episode's record
+arrives. Traces and cassettes are per episode, so workers never write the same file.
 """
 
 from __future__ import annotations
@@ -51,17 +51,26 @@ def run_in_workers(runner: Runner, specs: Sequence[NarrativeSpec], workers: int,
                    player_factory: Callable[[Any], Any] | None = None) -> list[str]:
     """Run ``runner``'s episodes of ``specs`` in ``workers`` processes; records land in ``runner.results``.
 
-    Episodes ``runner`` already holds as finished (``resume()``) are not run again. Factories, when
-    given, must be picklable (module-level); by default each worker loads the narrator ``config`` names.
-    Returns problems (a worker that died with episodes unfinished), empty when all went well.
+    The parent hands episodes out one at a time, in the run's start order (``Runner.jobs``), to the worker with a
+    free slot (each keeps at most its share of ``--concurrency`` in flight), and reads every finished episode as it
+    arrives; so with ``--sequential`` the parent decides, and once decided hands out no more (``Runner.may_start``)
+    and, with ``--sequential-cancel``, tells the workers to end the episodes in flight at their next turn.
+    Episodes ``runner`` already holds as finished (``resume()``) are not run again. Factories, when given, must be
+    picklable (module-level); by default each worker loads the narrator ``config`` names. Returns problems (a
+    worker that died with episodes unfinished), empty when all went well.
     """
     import multiprocessing
+    from collections import deque
 
     from ..core.config import episode_key
     from ..llm import Usage
 
     jobs = runner.plan(specs)
     todo = [(s, r) for s, r in jobs if episode_key(s.id, r) not in runner._finished]
+    for s, r in jobs:  # resumed episodes are read first: the sequential checks see the whole run in start order
+        key = episode_key(s.id, r)
+        if key in runner._finished:
+            runner._observe(runner.results[key])
     runner.progress.total += len(jobs)
     runner.progress.finished += len(jobs) - len(todo)
     workers = max(1, min(workers, len(todo)))
@@ -70,32 +79,70 @@ def run_in_workers(runner: Runner, specs: Sequence[NarrativeSpec], workers: int,
     config = replace(runner.config, concurrency=max(1, math.ceil(runner.config.concurrency / workers)), shard=None,
                      max_cost=cap / workers if cap is not None else None)
     out_dir = str(runner.out_dir) if runner.out_dir is not None else None
+    used = list({s.id: s for s, _ in todo}.values())
+    place = {s.id: i for i, s in enumerate(used)}
     ctx = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads (the display)
     inbox = ctx.Queue()
+    outboxes = [ctx.Queue() for _ in range(workers)]
     processes = [ctx.Process(target=_worker, name=f"ncp-worker-{i}", daemon=True,
-                             args=(i, config, todo[i::workers], out_dir, inbox, narrator_factory, player_factory))
+                             args=(i, config, used, out_dir, inbox, outboxes[i], narrator_factory, player_factory))
                  for i in range(workers)]
     for p in processes:
         p.start()
     running = [0] * workers
-    expected = {episode_key(s.id, r) for s, r in todo}
+    in_flight = [0] * workers
+    ready = [False] * workers  # a worker gets episodes once it is up: a slow start must not hold early ones
+    waiting = deque(todo)
+    expected: set[str] = set()  # handed out, not reported yet
+    ended = cancelled = False
     usage = runner.client.usage if runner.client is not None else Usage()
+
+    def hand_out(worker: int) -> None:
+        while waiting and ready[worker] and in_flight[worker] < config.concurrency and processes[worker].is_alive():
+            spec, repeat = waiting[0]
+            if not runner.may_start(spec.id, repeat):  # a sequential decision: none of the rest starts
+                for s, r in waiting:
+                    runner.may_start(s.id, r)
+                waiting.clear()
+                break
+            waiting.popleft()
+            outboxes[worker].put(("job", place[spec.id], repeat))
+            in_flight[worker] += 1
+            expected.add(episode_key(spec.id, repeat))
+
+    def tell(*message: Any) -> None:
+        for box in outboxes:
+            box.put(message)
+
     try:
-        while expected:
+        while expected or waiting:
+            if not cancelled and runner.monitor is not None and runner.monitor.cancel_now:
+                tell("cancel")
+                cancelled = True
+            if not waiting and not ended:
+                tell("end")  # each worker finishes what it holds, then exits
+                ended = True
             try:
                 message = inbox.get(timeout=0.25)
             except queues.Empty:
-                if not any(p.is_alive() for p in processes) and inbox.empty():
+                alive = [w for w, p in enumerate(processes) if p.is_alive()]
+                if not alive and inbox.empty():
                     break
+                for worker in alive:  # a worker died: the others take what is left
+                    hand_out(worker)
                 continue
             kind, worker = message[0], message[1]
-            if kind == "turn":
+            if kind == "ready":
+                ready[worker] = True
+                hand_out(worker)
+            elif kind == "turn":
                 runner.progress.turns += 1
                 running[worker] = message[2]
                 runner.progress.running = sum(running)
             elif kind == "episode":
                 _, _, key, entry, line = message
                 expected.discard(key)
+                in_flight[worker] -= 1
                 runner.results[key] = entry
                 runner.progress.finished += 1
                 runner.progress.conflicts += str(entry.get("termination", "")).startswith("conflict:")
@@ -104,8 +151,12 @@ def run_in_workers(runner: Runner, specs: Sequence[NarrativeSpec], workers: int,
                                   cost_usd=float(entry.get("cost_usd") or 0.0)))
                 if display is not None:
                     display.line(line)
+                runner._observe(entry)
                 runner.save()
+                hand_out(worker)
     finally:
+        if not ended:
+            tell("end")
         for p in processes:
             p.join(timeout=5 if not expected else 0.5)
             if p.is_alive():
@@ -114,15 +165,19 @@ def run_in_workers(runner: Runner, specs: Sequence[NarrativeSpec], workers: int,
     runner.progress.running = 0
     runner.end()  # results.json: complete, or "unfinished" with the episodes a dead worker left
     problems = []
-    if expected:
+    missing = expected | {episode_key(s.id, r) for s, r in waiting}
+    if missing:
         codes = ", ".join(f"{p.name} exit {p.exitcode}" for p in processes if p.exitcode)
-        problems.append(f"{len(expected)} episode(s) did not finish ({codes or 'workers ended early'}): "
-                        + ", ".join(sorted(expected)[:10]))
+        problems.append(f"{len(missing)} episode(s) did not finish ({codes or 'workers ended early'}): "
+                        + ", ".join(sorted(missing)[:10]))
     return problems
 
 
-def _worker(index: int, config: Any, jobs: list[tuple[Any, int]], out_dir: str | None, outbox: Any,
+def _worker(index: int, config: Any, specs: list[Any], out_dir: str | None, outbox: Any, inbox: Any,
             narrator_factory: Callable[[], Any] | None, player_factory: Callable[[Any], Any] | None) -> None:
+    """Run the episodes the parent hands out (``("job", spec index, repeat)``) until it says ``("end",)`` and
+    every one has finished; ``("cancel",)`` ends those in flight at their next turn (``--sequential-cancel``)."""
+    import functools
     from pathlib import Path
 
     from ..core.config import episode_key
@@ -134,15 +189,30 @@ def _worker(index: int, config: Any, jobs: list[tuple[Any, int]], out_dir: str |
     runner.on_turn = lambda: outbox.put(("turn", index, runner.progress.running))
     runner.on_episode = lambda r: outbox.put(("episode", index, episode_key(r.spec.id, r.repeat), r.to_dict(),
                                               episode_line(r)))
+    told = {"cancel": False}
+    runner.cancel = lambda: told["cancel"]
+    outbox.put(("ready", index))
 
     async def main() -> None:
-        bound = asyncio.Semaphore(config.concurrency)
-
-        async def one(spec: Any, repeat: int) -> None:
-            async with bound:
-                await runner.run_one(spec, repeat)
-
-        await asyncio.gather(*(one(s, r) for s, r in jobs))
+        loop = asyncio.get_running_loop()
+        tasks: set[asyncio.Future[Any]] = set()
+        ended = False
+        while not ended or tasks:
+            try:
+                message = await loop.run_in_executor(None, functools.partial(inbox.get, timeout=0.1))
+            except queues.Empty:
+                message = None
+            for task in [t for t in tasks if t.done()]:
+                tasks.discard(task)
+                task.result()  # an engine bug surfaces here (the worker dies; the parent reports what is missing)
+            if message is None:
+                continue
+            if message[0] == "job":
+                tasks.add(asyncio.ensure_future(runner.run_one(specs[message[1]], message[2])))
+            elif message[0] == "cancel":
+                told["cancel"] = True
+            elif message[0] == "end":
+                ended = True
 
     try:
         asyncio.run(main())

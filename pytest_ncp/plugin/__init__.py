@@ -42,9 +42,12 @@ def pytest_configure(config: pytest.Config) -> None:
         print_estimate(config, settings)  # then exits 0: nothing is collected or run, no model is called
     is_worker = hasattr(config, "workerinput")
     trace_root = settings.report or _trace_root(config)
+    from .sequential import STOP_FILE_KEY
+
+    stop_file = getattr(config, "workerinput", {}).get(STOP_FILE_KEY)  # --ncp-sequential under xdist
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1)) if is_worker else 1
     ncp = config.stash[SESSION_KEY] = NcpSession(settings, is_worker=is_worker, trace_root=trace_root,
-                                                 workers=workers)
+                                                 workers=workers, stop_file=stop_file)
     config.pluginmanager.register(_ReportListener(ncp), "ncp-reports")
     from .collect import add_default_spec_paths
 
@@ -101,7 +104,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     ncp = _ncp(config)
-    if ncp is None or ncp.settings.failures is None:
+    if ncp is None:
+        return
+    from .collect import _SpecItem
+
+    ncp.stop.order_items(items, _SpecItem)  # --ncp-sequential: spec tests in their episodes' seeded order
+    if ncp.settings.failures is None:
         return
     from .collect import failures_first
 

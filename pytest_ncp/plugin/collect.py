@@ -179,16 +179,20 @@ class _SpecItem(_NcpItem):
         self.result: EpisodeResult | None = None
 
     def setup(self) -> None:
-        self.result = self.ncp.result(self.spec, self.repeat)
-        self._properties(self.result)
-        if self.result.cut_by is not None:  # the budget's outcome: neither a pass nor the narrator's failure
-            pytest.skip(f"{self.spec.id}: cut short at turn {self.result.turns} by the cost cap "
-                        f"(--ncp-{self.result.cut_by}): not judged")
-        if self.result.error and self.result.error.kind != "narrator":
+        result = self.ncp.result(self.spec, self.repeat)
+        if result is None:  # --ncp-sequential stopped the session before this episode started
+            self.ncp.unstarted_skip(self)
+            return
+        self.result = result
+        self._properties(result)
+        if result.cut_by is not None:  # the budget's outcome: neither a pass nor the narrator's failure
+            pytest.skip(f"{self.spec.id}: cut short at turn {result.turns} by the cost cap "
+                        f"(--ncp-{result.cut_by}): not judged")
+        if result.error and result.error.kind != "narrator":
             from ..report.text import headline
 
             if self.ncp.settings.max_error_rate > 0:
-                pytest.skip(f"unknown outcome, counted against the error budget: {headline(self.result)}")
+                pytest.skip(f"unknown outcome, counted against the error budget: {headline(result)}")
             raise EpisodeError(self._error_text())
 
     def _error_text(self) -> str:

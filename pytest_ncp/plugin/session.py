@@ -27,10 +27,14 @@ if TYPE_CHECKING:
 
 
 class NcpSession:
-    def __init__(self, settings: Settings, *, is_worker: bool, trace_root: Path, workers: int = 1):
+    def __init__(self, settings: Settings, *, is_worker: bool, trace_root: Path, workers: int = 1,
+                 stop_file: str | None = None):
+        from .sequential import SessionStop
+
         self.settings = settings
         self.is_worker = is_worker
         self.workers = workers  # pytest-xdist workers of the session (each has its own model client)
+        self.stop = SessionStop(settings, is_worker=is_worker, stop_file=stop_file)  # --ncp-sequential
         self.trace_root = settings.report or trace_root
         self.episodes: dict[str, dict[str, Any]] = {}  # episode key (spec--rN) -> its record (from reports)
         self.expected: set[str] = set()  # episode keys of the selected spec tests (results.json: complete?)
@@ -81,6 +85,8 @@ class NcpSession:
             assert config.narrator, "spec tests are only collected with a narrator"
             runner = Runner(config, out_dir=self.trace_root, write_results=False,
                             narrator_factory=load_narrator(config.narrator))
+            if self.stop.enabled:  # the session's decision, not the runner's: it reads the reports (sequential.py)
+                runner.halt, runner.cancel = self.stop.halt, self.stop.cancel
             if self.settings.resume:
                 self._resume(runner)
             self._background = BackgroundRunner(runner)
@@ -99,11 +105,21 @@ class NcpSession:
     def prefetch(self, specs: Sequence[tuple[NarrativeSpec, int]]) -> None:
         """Start these episodes now; items then only wait for their own result."""
         runner = self._runner()
+        if not self.is_worker and runner.runner.monitor is None:
+            # Episodes run in this process: the runner reads them as they finish (the reports come later).
+            runner.runner.monitor = self.stop.monitor(self.expected)
         for spec, repeat in specs:
             runner.submit(spec, repeat)
 
-    def result(self, spec: NarrativeSpec, repeat: int) -> EpisodeResult:
+    def result(self, spec: NarrativeSpec, repeat: int) -> EpisodeResult | None:
+        """The episode's result; None when a sequential decision stopped the session before it started."""
         return self._runner().result(spec, repeat)
+
+    def unstarted_skip(self, item: pytest.Item) -> None:
+        """Skip a test whose episode never started (the session stopped early); says so to the controller."""
+        spec, repeat = getattr(item, "spec"), getattr(item, "repeat")
+        item.user_properties.append(self.stop.unstarted_property(spec.id, repeat))
+        pytest.skip(self.stop.skip_reason())
 
     # --- auditor canaries (docs/auditor.md): known answers audited beside the episodes -------------
     def start_canaries(self) -> None:
@@ -164,6 +180,9 @@ class NcpSession:
     # --- merging (controller) ------------------------------------------------------------------
     def record_report(self, nodeid: str, when: str, failed: bool, properties: Sequence[tuple[str, Any]]) -> None:
         props = dict(properties)
+        unstarted = props.get(PROPERTY_PREFIX + "unstarted")
+        if unstarted is not None and not self.is_worker:
+            self.stop.skipped(str(unstarted), self.expected)
         forked = props.get(PROPERTY_PREFIX + "fork")
         if forked is not None and when == "call":
             self.fork_outcomes[forked] = not failed  # a fork never joins the episodes (metrics, results.json)
@@ -175,6 +194,8 @@ class NcpSession:
         if key in self.episodes:
             return  # the same episode, carried by another of its tests
         self.episodes[key] = record
+        if not self.is_worker:
+            self.stop.read(record, self.expected)
         self._store_failure(record)
         if not self.is_worker and self.settings.report:
             self.write_results(stopped="running")
@@ -214,9 +235,11 @@ class NcpSession:
         """The session's results (``stopped``: see ``analysis.results.build_results``)."""
         from ..analysis.results import build_results
 
+        run = self.stop.run
         return build_results(self.settings.run.to_dict(), self.episode_records(),
-                             survival_turn=self.settings.run.survival_turn, expected=self.expected,
-                             stopped=stopped, canaries=self.canary_summary)
+                             survival_turn=self.settings.run.survival_turn, expected=self.expected - self.stop.unstarted,
+                             stopped=stopped, canaries=self.canary_summary,
+                             sequential=run.to_dict() if run is not None else None)
 
     def write_results(self, stopped: Stopped | None = None) -> Path:
         from ..analysis.results import write_results
@@ -244,11 +267,14 @@ class NcpSession:
         records = self.episode_records()
         if self.settings.baseline is not None and records:
             self._compare(self.settings.baseline)
-        s = self.settings
+        s, run = self.settings, self.stop.run
         self.verdict = decide(
-            records, gate=s.gate, max_error_rate=s.max_error_rate, expected=self.expected, interrupted=self.interrupted,
+            records, gate=s.gate, max_error_rate=s.max_error_rate, expected=self.expected - self.stop.unstarted,
+            interrupted=self.interrupted,
             canaries=CanaryResult(self.canary_summary, self.canary_error) if s.canaries else None,
-            baseline=BaselineResult(str(s.baseline), self.comparison, self.comparison_error) if s.baseline else None,
+            baseline=BaselineResult(str(s.baseline), self.comparison, self.comparison_error,
+                                    run.paired if run is not None else None) if s.baseline else None,
+            sequential=run.gate if run is not None else None, early=run.summary() if run is not None else None,
             max_cost=s.run.max_cost)
         if self.settings.report and self.episodes:
             from ..report.html import write_html
@@ -291,6 +317,7 @@ class NcpSession:
             self._background.close()
         if self._server is not None:
             self._server.stop()
+        self.stop.close()
 
 
 # The session's NcpSession, on pytest's config; only set when a narrator is configured.

@@ -22,6 +22,15 @@ class XdistHooks:
             return episode_scheduler(config, log)
         return None  # loadscope / loadfile keep a file together already; each runs everything anyway
 
+    def pytest_configure_node(self, node: Any) -> None:
+        # --ncp-sequential: the file through which the controller tells this worker that the session stopped.
+        from .sequential import STOP_FILE_KEY
+        from .session import SESSION_KEY
+
+        ncp = node.config.stash.get(SESSION_KEY, None)
+        if ncp is not None and ncp.stop.enabled:
+            node.workerinput[STOP_FILE_KEY] = ncp.stop.worker_file()
+
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         # The controller collects nothing itself: the episodes its results.json waits for are those of the
         # spec tests the workers collected (each worker collects the same selection).

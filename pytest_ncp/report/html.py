@@ -89,8 +89,10 @@ def render_html(runs: Sequence[RunData], *, title: str = "NCP-Bench report",
     first = next((e for e in episodes if e["kind"] == "conflict"), episodes[0] if episodes else None)
     if first is not None:
         first["open"] = True
+    sequential = [c for i, r in enumerate(runs) if (c := sequential_chart(r, PALETTE[i % len(PALETTE)])) is not None]
     return template.render(
         title=title, version=__version__, rows=rows, sections=sections(rows), runs=views, chart=survival_chart(runs),
+        sequential=sequential,
         kinds=CONFLICT_KINDS, kind_labels=KIND_LABELS, states=STATES, Markup=Markup,
         calibrations=[_calibration_view(c) for c in calibrations],
     )
@@ -151,6 +153,53 @@ def survival_chart(runs: Sequence[RunData], width: int = 760, height: int = 320)
 
 
 # --- episodes ------------------------------------------------------------------------------------
+
+
+def sequential_chart(run: RunData, colour: str, width: int = 760, height: int = 260) -> dict[str, Any] | None:
+    """The confidence sequence of a sequential gate over the episodes it read (``results.json`` ``sequential``),
+    with the threshold and the decision; None for a run without one. Shards merged by ``ncp merge`` have no one
+    sequence: their merged decision is given in words."""
+    seq = run.results.sequential
+    if seq is None:
+        return None
+    left, right, top, bottom = 64, 24, 16, 48
+    gate = seq.gate
+    history = gate.history if gate is not None else []
+    n = max(1, len(history))
+    x = Axis(0, n, left, width - left - right)
+    y = Axis(1, 0, top, height - top - bottom)
+
+    def steps(values: Sequence[float], start: float) -> str:
+        """A step line: each bound holds from one observed episode to the next (running intersection)."""
+        d, last = [f"M{x(0)},{y(start)}"], start
+        for t, v in enumerate(values, 1):
+            if v != last:
+                d += [f"H{x(t)}", f"V{y(v)}"]
+                last = v
+        d.append(f"H{x(len(values))}")
+        return " ".join(d)
+
+    decided_at = gate.decided_after if gate is not None else None
+    if seq.merged is not None:
+        verdict = seq.merged.decision or "undecided"
+        headline = (f"{seq.shards} shards merged (mean of their e-values): {verdict}; e_pass {seq.merged.e_pass:.3g}, "
+                    f"e_fail {seq.merged.e_fail:.3g} against 2/alpha = {2 / seq.run_alpha:g}")
+    elif seq.stopped:
+        headline = (f"decided after {seq.decided_after} of {seq.planned} episodes ({seq.stopped_by}"
+                    f"{': ' + gate.decision if gate is not None and gate.decision else ''}); {len(seq.unstarted)} "
+                    f"never started, {len(seq.cancelled)} cancelled")
+    else:
+        headline = f"undecided after all {seq.planned} episodes: decided as the fixed gate"
+    step = _step(n)
+    return {
+        "label": run.label, "colour": colour, "width": width, "height": height, "left": left, "right": width - right,
+        "top": top, "bottom": height - bottom, "headline": headline, "rate": seq.rate, "turn": seq.turn,
+        "alpha": seq.alpha, "observed": len(history),
+        "lower": steps([lo for lo, _ in history], 0.0), "upper": steps([hi for _, hi in history], 1.0),
+        "threshold_y": y(seq.rate), "decision_x": x(decided_at) if decided_at else None,
+        "xticks": [{"v": t, "x": x(t)} for t in range(0, n + 1, step)],
+        "yticks": [{"v": f"{p}%", "y": y(p / 100)} for p in (0, 25, 50, 75, 100)],
+    }
 
 
 def _run_view(index: int, run: RunData) -> dict[str, Any]:

@@ -6,10 +6,16 @@ decision. ``name`` is what the run is called in the sentences: ``run`` for ``ncp
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..analysis.metrics import BudgetVerdict, GateVerdict
 from ..analysis.verdict import (
     Baseline, Budget, Canaries, Completeness, CostCap, NarratorErrors, Part, Problems, SurvivalGate, Verdict,
 )
+
+if TYPE_CHECKING:
+    from ..analysis.results import SequentialRecord
+    from ..analysis.sequential_run import EarlyStop
 
 
 def budget_line(b: BudgetVerdict, name: str = "run") -> str:
@@ -72,11 +78,49 @@ def _gate(g: SurvivalGate, name: str) -> list[str]:
     if g.incomplete:
         return [f"ncp survival gate FAILED: cannot decide: the {name} is incomplete (see above); survival@"
                 f"{g.gate.turn} over the finished episodes would judge part of it"]
+    stop = [stop_line(g.early, name)] if g.early is not None and g.early.stopped else []
     if g.sequential is not None and g.by == "sequential":
         verdict = "PASSED" if g.decision == "passed" else "FAILED"
-        return [f"ncp survival gate {verdict} (sequential): {g.sequential.text()}; survival@{g.gate.turn} "
-                f"{'>=' if g.decision == 'passed' else '<'} {g.gate.rate:.1%} at the gate's confidence"]
+        when = g.early.text() if g.early is not None and g.early.stopped else g.sequential.text()
+        return [f"ncp survival gate {verdict} (sequential): {when}; survival@{g.gate.turn} "
+                f"{'>=' if g.decision == 'passed' else '<'} {g.gate.rate:.1%} at the gate's confidence", *stop]
+    if g.cut_short and g.early is not None:
+        return [f"ncp survival gate FAILED: cannot decide: the {name} stopped early when the baseline check "
+                f"decided ({g.early.text()}), before the sequential gate did; survival@{g.gate.turn} over the "
+                "episodes played would judge part of it", *stop]
+    if g.sequential is not None:
+        planned = f" {g.sequential.planned}" if g.sequential.planned is not None else ""
+        return [f"ncp sequential gate: undecided after all{planned} episodes (survival@{g.gate.turn} could still be "
+                f"on either side of {g.gate.rate:.1%}): the fixed gate decides", gate_line(g.fixed, name, g.cut)]
     return [gate_line(g.fixed, name, g.cut)]
+
+
+def merged_sequential_line(record: SequentialRecord) -> str:
+    """``ncp merge`` of sequential shards: their merged decision (the mean of their e-values)."""
+    m = record.merged
+    if m is None:
+        return ""
+    verdict = {"pass": "PASSED", "fail": "FAILED"}.get(m.decision or "", "undecided: the fixed gate decides on the "
+                                                                         "merged episodes")
+    decided = ", ".join(f"{s.get('decision') or 'undecided'}" + (f" after {s['decided_after']} of {s['planned']}"
+                                                                 if s.get("decided_after") else "")
+                        for s in m.shards)
+    return (f"ncp sequential gate over {record.shards} shard(s) (mean of their e-values): {verdict}; e_pass "
+            f"{m.e_pass:.3g}, e_fail {m.e_fail:.3g} against 2/alpha = {2 / record.run_alpha:g}; shards: {decided}")
+
+
+def stopped_line(e: EarlyStop, cancel: bool = False) -> str:
+    """The progress line at the moment a sequential decision stops the run."""
+    return (f"ncp sequential: {e.text()} ({e.stopped_by}): no new episode starts; those in flight "
+            + ("are cancelled at their next turn" if cancel else "finish"))
+
+
+def stop_line(e: EarlyStop, name: str = "run") -> str:
+    """What a run that stopped early left out: ``ncp sequential: the run stopped early (gate) ...``."""
+    cancelled = f", {e.cancelled} cancelled in flight (censored)" if e.cancelled else ""
+    skipped = "; their tests are reported as skipped" if name == "session" and e.unstarted else ""
+    return (f"ncp sequential: the {name} stopped early ({e.stopped_by}, {e.text()}): {e.unstarted} episode(s) "
+            f"never started{cancelled}{skipped}")
 
 
 def _canaries(c: Canaries) -> list[str]:
@@ -94,6 +138,19 @@ def _baseline(b: Baseline, name: str) -> list[str]:
     r = b.result
     if r.error is not None:
         return [r.error]
+    paired = r.sequential
+    if paired is not None and paired.decision is not None:
+        lo, hi = paired.drop_bounds()
+        said = (f"the drop in survival is certainly above {paired.margin:.1%}" if paired.decision == "regression"
+                else f"any drop in survival is certainly below {paired.margin:.1%}" if paired.margin > 0
+                else "the new run is certainly better")
+        head = (f"ncp baseline {r.path} (sequential): {paired.decision.upper()} decided after {paired.decided_after} "
+                f"pair(s): {said} (anytime-valid bounds of the drop {lo:+.1%} to {hi:+.1%}, alpha "
+                f"{paired.alpha:g})")
+        return [head, *(r.comparison.lines() if r.comparison is not None else [])]
+    if paired is not None and b.decision == "undecided" and r.comparison is not None and r.comparison.measurable:
+        return [f"ncp baseline {r.path}: cannot decide: the {name} stopped early when the sequential gate decided, "
+                "before the paired check did; the comparison below judges part of it", *r.comparison.lines()]
     if r.comparison is None:
         return [f"ncp baseline {r.path}: cannot decide: no episode of this {name} to compare"]
     return [f"ncp baseline {r.path}:", *r.comparison.lines()]

@@ -278,9 +278,9 @@ def test_agree_command(tmp_path, capsys):
 
 
 def documented_commands():
-    """Every `ncp ...` command line in the fenced shell blocks of docs/experiments.md and docs/regressions.md."""
+    """Every `ncp ...` command line in the fenced shell blocks of docs/experiments.md, regressions.md and gates.md."""
     commands = []
-    for name in ("experiments.md", "regressions.md"):
+    for name in ("experiments.md", "regressions.md", "gates.md"):
         text = (ROOT / "docs" / name).read_text(encoding="utf-8")
         for block in re.findall(r"```(?:bash|sh|console)\n(.*?)```", text, re.S):
             joined = re.sub(r"\\\n\s*", " ", block)

@@ -201,7 +201,8 @@ def reference_markdown() -> str:
     """The field reference of docs/results.md, from the model: one table per record."""
     order = [R.RunResults, R.RunConfigRecord, R.Models, R.EpisodeRecord, R.Failure, R.ErrorRecord, R.NodeReached,
              R.FlagCounts, R.SpeculativeUsage, R.ForkOrigin, R.Metrics, R.SurvivalPoint, R.Canaries, R.CanaryCase, R.ShardRecord,
-             R.MergeRecord]
+             R.MergeRecord, R.SequentialRecord, R.SequentialOutcome, R.SequentialGateRecord, R.PairedRecord,
+             R.MergedSequentialRecord]
     assert set(order) == set(models()), "a new record: add it to the doc's order"
     schema = R.results_json_schema()
     defs = schema["$defs"]
