@@ -135,7 +135,7 @@ def summary(m: dict, turn: int) -> str:
                    f"successes {m['successes']}, conflict-free {m['conflict_free']}, turn limit {m['turn_limit']}, "
                    f"script exhausted {m['script_exhausted']}")
     return (f"{m['episodes']} episode(s), {m['narrator_errors']} narrator error(s) (failures), {m['unknown']} "
-            f"unknown (auditor/model/player errors): survival@{turn} {m['survival_point']['text']}, {figures}, "
+            f"unknown (auditor/model/player errors, player faults, split verdicts): survival@{turn} {m['survival_point']['text']}, {figures}, "
             f"tokens {m['tokens']}, cost ${m['cost_usd']:.4f}")
 
 

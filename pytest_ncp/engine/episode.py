@@ -40,6 +40,12 @@ class Termination(str, enum.Enum):
     # counted beside turn_limit (never a failure, never an error).
     SCRIPT_EXHAUSTED = "script_exhausted"
     ERROR = "error"
+    # A confirmed conflict provoked by a simulated player's input the screen found unfair (still unfair after
+    # its regenerations): the player simulator's fault, an unknown outcome, never a narrator failure.
+    PLAYER_FAULT = "player_fault"
+    # A conflict that stood on a majority of --audit-votes samples short of unanimity: the auditor's doubt, an
+    # unknown outcome (analysis/owners.py).
+    CONTESTED = "contested"
 
     @property
     def is_conflict(self) -> bool:

@@ -15,7 +15,7 @@ from ..analysis.verdict import (
 def budget_line(b: BudgetVerdict, name: str = "run") -> str:
     verdict = "EXCEEDED" if b.exceeded else "ok"
     return (f"ncp error budget {verdict}: {b.unknown} of {b.episodes} episode(s) of the {name} could not "
-            f"be judged (auditor, model or player errors: {b.rate:.1%}) "
+            f"be judged (auditor, model or player errors, player faults, split verdicts: {b.rate:.1%}) "
             f"{'>' if b.exceeded else '<='} allowed {b.max_rate:.1%} (--max-error-rate)")
 
 
