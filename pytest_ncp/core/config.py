@@ -18,11 +18,12 @@ __all__ = ["DEFAULT_AUDITOR_MODEL", "DEFAULT_MAX_TOKENS", "FINGERPRINT_FIELDS", 
            "config_fingerprint", "episode_key", "episode_name"]
 
 # The audit prompts' version (pytest_ncp/prompts/*.j2): bump it whenever a template's meaning changes.
-PROMPT_VERSION = "ncp-prompts/4"  # 2: the trajectory step is told when the trigger already happened; 3: quotes
+PROMPT_VERSION = "ncp-prompts/5"  # 2: the trajectory step is told when the trigger already happened; 3: quotes
 # and evidence must be substantial verbatim spans, the confirmation step sees the trajectory; 4: injection-
 # hardened data blocks (per-call delimiters, tags neutralised, the narration shown as a person reads it),
 # one system message for every audit step, and the story state first, byte for byte the same in every
-# step of a turn (provider prompt caches), facts the story added dated by turn
+# step of a turn (provider prompt caches), facts the story added dated by turn; 5: the input_screen step,
+# simulated players told to write only their character's acts and words, and why an input was refused
 
 # What an episode's outcome depends on: ``--resume`` keeps an episode only when these are unchanged.
 # (Endpoint, concurrency, timeouts and cassettes change how a run is served, not what it measures.)
@@ -79,6 +80,8 @@ class RunConfig:
     api_base: str | None = default("api-base")
     max_turns: int = default("max-turns")
     max_response_chars: int = default("max-response-chars")
+    audit_votes: int = default("audit-votes")          # confirmation samples per flagged conflict
+    player_retries: int = default("player-retries")    # regenerations of an unfair simulated input
     repeats: int = default("repeats")
     concurrency: int = default("concurrency")
     timeout: float = default("timeout")                     # seconds per model request

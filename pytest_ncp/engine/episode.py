@@ -12,16 +12,17 @@ import enum
 import json
 import os
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, Callable, Sequence
 
-from .auditor import Auditor, AuditorError, CommitmentState, TurnAudit, TurnContext
+from .auditor import Auditor, AuditorError, CommitmentState, ScreenContext, TurnAudit, TurnContext
 from ..core.config import DEFAULT_MAX_RESPONSE_CHARS, episode_key, episode_name
+from ..core.options import default
 from ..core.ledger import FactLedger
 from ..llm import Completion, ModelClient, ModelError, Usage, current_episode, current_usage, scrub
 from .narrators import Narrator, NarratorContext, accepts_argument, call_maybe_async
-from .players import Player, PlayerView
+from .players import Player, PlayerView, ScriptedPlayer
 from ..core.quotes import words
 from ..core.reading import read
 from ..core.safe_text import one_line
@@ -69,12 +70,20 @@ class Failure:
     # False when the flag's quote never occurred in the response (or the auditor withdrew the flag) and the
     # confirmation, told so, still confirmed it from the response read in full.
     quote_verified: bool = True
+    # With --audit-votes K > 1: {"yes": confirming samples, "of": K}; None with one vote.
+    agreement: dict[str, int] | None = None
+
+    @property
+    def agreement_text(self) -> str | None:
+        """``2/3``; None with one vote."""
+        return None if self.agreement is None else f"{self.agreement['yes']}/{self.agreement['of']}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"turn": self.turn, "type": self.type, "fact_ids": self.fact_ids,
                 "commitment_ids": self.commitment_ids, "quote": self.quote,
                 "explanation": self.explanation, "confirmation": self.confirmation,
-                "quote_verified": self.quote_verified}
+                "quote_verified": self.quote_verified,
+                **({"agreement": dict(self.agreement)} if self.agreement is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -119,6 +128,11 @@ class EpisodeResult:
     speculative: Usage = field(default_factory=Usage)
     # A forked episode: {"trace", "turn", "sample"} of its origin (``ncp fork``); None for a normal one.
     fork: dict[str, Any] | None = None
+    # Termination PLAYER_FAULT: {"turn", "input", "problems", "attempts"} of the unfair input that provoked it.
+    player_fault: dict[str, Any] | None = None
+    # Simulated players' inputs, screened (issue 23): {"inputs", "unfair", "regenerated", "played_unfair",
+    # "calls"}; empty when nothing was screened (scripted players).
+    screening: dict[str, int] = field(default_factory=dict)
 
     @property
     def spec_id(self) -> str:
@@ -149,7 +163,25 @@ class EpisodeResult:
 
     @property
     def survived(self) -> bool:
-        return not self.termination.is_conflict and self.termination is not Termination.ERROR
+        return not self.termination.is_conflict and self.termination not in (
+            Termination.ERROR, Termination.PLAYER_FAULT, Termination.CONTESTED)
+
+    @property
+    def owner(self) -> str:
+        """Who owns the outcome (DESIGN 7.5; ``analysis.owners``): narrator, player, auditor, model, ..."""
+        from ..analysis.owners import owner
+
+        return owner({"termination": self.termination.value,
+                      "error": {"kind": self.error.kind} if self.error else None})
+
+    @property
+    def unknown(self) -> bool:
+        """An outcome that says nothing about the narrator (an auditor, model or player error, a player fault,
+        a contested conflict): censored, bounded by the error budget, a pytest error and never a failure."""
+        from ..analysis.metrics import is_unknown
+
+        return is_unknown({"termination": self.termination.value,
+                           "error": {"kind": self.error.kind} if self.error else None})
 
     @property
     def verdicts(self) -> list[dict[str, Any]]:
@@ -160,6 +192,7 @@ class EpisodeResult:
         whose quote was never verified, or that the auditor withdrew on a retry, is counted, never dropped."""
         counts = {"raised": 0, "confirmed": 0, "unverified": 0, "unverified_confirmed": 0, "withdrawn": 0,
                   "withdrawn_confirmed": 0}
+        split = split_confirmed = 0
         for audit in self.audits:
             for i, confirmation in enumerate(audit.confirmations):
                 status = audit.status_of(i)
@@ -168,6 +201,12 @@ class EpisodeResult:
                 if status != "verified":
                     counts[status] += 1
                     counts[f"{status}_confirmed"] += confirmation.confirmed
+                tally = audit.votes[i] if i < len(audit.votes) else None
+                if tally is not None and max(tally["yes"], tally["no"]) < tally["of"]:
+                    split += 1
+                    split_confirmed += confirmation.confirmed
+        if any(audit.votes for audit in self.audits):  # --audit-votes K > 1: verdicts short of unanimity
+            counts.update(split=split, split_confirmed=split_confirmed)
         return counts
 
     def ledger_diff(self) -> str:
@@ -191,6 +230,8 @@ class EpisodeResult:
             "truncated_calls": len(self.usage.truncated), "structured_output": dict(self.usage.output_modes),
             "flags": self.flag_counts(),
             **({"fork": dict(self.fork)} if self.fork else {}),
+            **({"player_fault": dict(self.player_fault)} if self.player_fault else {}),
+            **({"screening": dict(self.screening)} if self.screening else {}),
         }
 
 
@@ -207,7 +248,8 @@ class EpisodeResult:
         result = cls(spec=spec, repeat=int(end["repeat"]), termination=Termination(end["termination"]),
                      turns=int(end["turns"]), node_index=int(end.get("nodes_reached", 0)),
                      commitment_states=dict(end.get("commitments") or {}), ledger=ledger, trace=str(path),
-                     nodes=list(end.get("nodes") or []), fork=end.get("fork"))
+                     nodes=list(end.get("nodes") or []), fork=end.get("fork"), player_fault=end.get("player_fault"),
+                     screening=dict(end.get("screening") or {}))
         for r in trace.of("turn"):
             v = r["verdicts"]
             result.transcript.append(Turn(r["turn"], r.get("player_input"), r["response"]))
@@ -216,6 +258,7 @@ class EpisodeResult:
                 flagged=[Conflict.model_validate(c) for c in v["conflict_check"]["conflicts"]],
                 flag_status=list(v.get("flag_status") or []),
                 confirmations=[Confirmation.model_validate(c) for c in v["conflict_confirmation"]],
+                votes=[dict(t) for t in v.get("conflict_votes") or []],
                 fact_update=FactUpdate.model_validate(v["fact_update"]) if v.get("fact_update") else None,
                 trajectory=TrajectoryUpdate.model_validate(v["trajectory_update"]) if v.get("trajectory_update") else None,
                 commitments=CommitmentCheck.model_validate(v["commitment_check"]) if v.get("commitment_check") else None,
@@ -294,10 +337,19 @@ class Episode:
     # player input after the recorded history; ``fork_origin`` ({"trace", "turn", "sample"}) marks the result.
     start: Any = None
     fork_origin: dict[str, Any] | None = None
+    # Screening of simulated players' inputs (issue 23): None screens every player but a scripted (or replayed)
+    # one, when the auditor can (``screen_input``); an unfair input is regenerated up to ``player_retries``
+    # times with the problem told to the player, then played, and a conflict it provokes is a player fault.
+    screen: bool | None = None
+    player_retries: int = default("player-retries")
+    # Screen records of replayed inputs, by turn (``ncp reaudit`` of a simulated player's run): a turn its
+    # source played unfair stays unfair, so a conflict there is still the player's fault.
+    recorded_screens: dict[int, dict[str, Any]] = field(default_factory=dict)
     # The turn being audited or played (number, player input, narrator response): what an errored
     # turn's trace shows; and where the current turn's share of the truncated calls starts.
     _playing: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
     _truncated_mark: int = field(default=0, init=False, repr=False)
+    _screens: dict[int, dict[str, Any]] = field(default_factory=dict, init=False, repr=False)  # by turn
 
     async def run(self) -> EpisodeResult:
         usage = Usage()
@@ -315,6 +367,7 @@ class Episode:
         )
         if self.start is not None:
             self.start.apply(result)
+        self._screens = {int(t): dict(v) for t, v in self.recorded_screens.items()}
         try:
             if trace:
                 trace.write("start", spec_id=self.spec.id, spec_path=self.spec.path, repeat=self.repeat,
@@ -416,6 +469,8 @@ class Episode:
             if said is None:
                 return None
             player_input = str(said)
+            if self._screening():
+                player_input = await self._screened(view, player_input)
         if not narrate:
             return player_input, ""
         try:
@@ -426,6 +481,42 @@ class Episode:
             exc.player_input = player_input  # the evidence of the errored turn, also when played ahead
             raise
         return player_input, response
+
+    def _screening(self) -> bool:
+        """Whether this episode screens its player's inputs: a simulated (not scripted) player, an auditor
+        that can; ``screen`` overrides."""
+        if self.screen is not None:
+            return self.screen and callable(getattr(self.auditor, "screen_input", None))
+        return not isinstance(self.player, ScriptedPlayer) and callable(getattr(self.auditor, "screen_input", None))
+
+    async def _screened(self, view: PlayerView, said: str) -> str:
+        """The input to play at ``view.turn``: ``said`` once the screen finds it fair, else the player asked
+        again (told why) up to ``player_retries`` times; the last attempt is played even when still unfair,
+        and the turn's screen record (``_screens``) says so (``_apply`` then blames the player for a conflict)."""
+        screen = getattr(self.auditor, "screen_input")
+        history = tuple(view.history)[-SCREEN_WINDOW:]
+        attempts: list[dict[str, Any]] = []
+        calls = 0
+        while True:
+            ctx = ScreenContext(spec=self.spec, turn=view.turn, player_input=said, history=history)
+            try:
+                verdict = await self._guard("auditor", screen, ctx)
+            except _EpisodeError as exc:
+                exc.player_input = said
+                raise
+            finally:
+                calls += len(ctx.calls)
+            attempts.append({"input": said, **verdict.model_dump()})
+            if verdict.fair or len(attempts) > self.player_retries:
+                break
+            view = replace(view, rejected=(*view.rejected, (said, _why_unfair(verdict))))
+            again = await self._guard("player", call_maybe_async, self.player.next_input, view)
+            if again is None:  # nothing else to say: the unfair input is what the player plays
+                said = attempts[-1]["input"]
+                break
+            said = str(again)
+        self._screens[view.turn] = {"fair": bool(verdict.fair), "attempts": attempts, "calls": calls}
+        return said
 
     def _speculate(self, turn: int, history: Sequence[tuple[str, str]]) -> _Ahead | None:
         """Start playing ``turn`` ahead of the audit of the turn before, where that is safe."""
@@ -474,8 +565,11 @@ class Episode:
         audit = await self._guard("auditor", self.auditor.audit, ctx)
         result.transcript.append(Turn(turn, player_input, response))
         result.audits.append(audit)
+        screen = self._screens.pop(turn, None)
+        if screen is not None:
+            _count_screen(result.screening, screen)
         before = (dict(result.commitment_states), result.node_index, len(result.nodes), result.trigger_turn)
-        end = self._apply(result, audit, turn)
+        end = self._apply(result, audit, turn, screen)
         if end is Termination.SUCCESS and not await self._success_confirmed(ctx, audit, result, before[0]):
             # The confirmation found the story not done: what this turn satisfied or reached is undone (its
             # facts stay: they were verified), and the episode goes on.
@@ -493,6 +587,7 @@ class Episode:
                 auditor_calls=[_call_record(c) for c in audit.calls],
                 rejected_answers=list(getattr(audit, "rejected_answers", [])),
                 truncated_calls=result.usage.truncated[self._truncated_mark:],
+                **({"screen": screen} if screen is not None else {}),
                 **_reading_flags(player_input, response),
             )
         self._truncated_mark = len(result.usage.truncated)
@@ -500,23 +595,38 @@ class Episode:
             self.on_turn()
         return end
 
-    def _apply(self, result: EpisodeResult, audit: TurnAudit, turn: int) -> Termination | None:
-        """DESIGN section 3, steps 2-4 and termination, from one turn's validated verdicts."""
+    def _apply(self, result: EpisodeResult, audit: TurnAudit, turn: int,
+               screen: dict[str, Any] | None = None) -> Termination | None:
+        """DESIGN section 3, steps 2-4 and termination, from one turn's validated verdicts.
+
+        A confirmed conflict ends the episode. It is the narrator's (``conflict:*``) unless the turn's input
+        was played unfair (``player_fault``) or every confirmed conflict stood short of unanimity under votes
+        (``contested``); only the narrator's marks commitments VIOLATED."""
         if turn >= 1:
             result.turns = turn
         confirmed = audit.confirmed
         if confirmed:
-            first = next((c for c in confirmed if c.status == "verified"), confirmed[0])  # cite a verified quote
-            for c in confirmed:
-                for cid in c.conflict.commitment_ids if c.conflict.type == "commitment" else ():
-                    result.commitment_states[cid] = "VIOLATED"
+            # Cite a unanimous conflict before a split one, a verified quote before an unverified one.
+            first = min(confirmed, key=lambda c: (not c.unanimous, c.status != "verified"))
+            unfair = screen is not None and not screen["fair"]
+            ending = (Termination.PLAYER_FAULT if unfair else Termination(f"conflict:{first.conflict.type}")
+                      if first.unanimous else Termination.CONTESTED)
+            if ending.is_conflict:
+                for c in confirmed:
+                    for cid in c.conflict.commitment_ids if c.conflict.type == "commitment" else ():
+                        result.commitment_states[cid] = "VIOLATED"
             result.failure = Failure(
                 turn=turn, type=first.conflict.type, fact_ids=list(first.conflict.fact_ids),
                 commitment_ids=list(first.conflict.commitment_ids), quote=first.conflict.quote,
                 explanation=first.conflict.explanation, confirmation=first.confirmation.explanation,
                 quote_verified=first.status == "verified",
+                agreement={"yes": first.votes["yes"], "of": first.votes["of"]} if first.votes else None,
             )
-            return Termination(f"conflict:{first.conflict.type}")
+            if unfair and screen is not None:
+                last = screen["attempts"][-1]
+                result.player_fault = {"turn": turn, "input": last["input"], "problems": list(last["problems"]),
+                                       "attempts": len(screen["attempts"])}
+            return ending
         # No confirmed conflict: the turn's fact update is committed.
         if audit.fact_update:
             for n in audit.fact_update.negated:
@@ -636,6 +746,29 @@ class Episode:
                 raise _EpisodeError(ErrorInfo("model", scrub(str(model_error)), None), audit) from exc
             tb = scrub(format_traceback(exc))
             raise _EpisodeError(ErrorInfo(kind, scrub(f"{type(exc).__name__}: {exc}"), tb), audit) from exc
+
+
+# The exchanges the screen reads before an input: as many as the simulated player itself sees
+# (SimulatedPlayer.window), so nothing the player was shown looks unknowable to the screen.
+SCREEN_WINDOW = 20
+
+
+def _why_unfair(verdict: Any) -> str:
+    """What the player is told about an unfair input: each broken rule with the words that break it."""
+    rules = {"world_event": "it says what happens in the world or what comes of your attempt",
+             "other_character": "it says what another character does, says or decides",
+             "unknowable": "it uses something your character cannot know yet"}
+    parts = [f"{rules.get(p.rule, p.rule)} (\"{p.quote}\": {p.explanation})" for p in verdict.problems]
+    return "; ".join(parts) or str(verdict.explanation)
+
+
+def _count_screen(counts: dict[str, int], screen: dict[str, Any]) -> None:
+    """Add one turn's screening to the episode's counts (``EpisodeResult.screening``)."""
+    attempts = screen["attempts"]
+    for key, n in (("inputs", 1), ("unfair", sum(not a["fair"] for a in attempts)),
+                   ("regenerated", len(attempts) - 1), ("played_unfair", int(not screen["fair"])),
+                   ("calls", int(screen["calls"]))):
+        counts[key] = counts.get(key, 0) + n
 
 
 def _model_error_in(exc: BaseException) -> ModelError | None:

@@ -3,8 +3,8 @@
 Every test of a spec reads the same episode, which runs once per session (``NcpSession``). Outcomes:
 a confirmed conflict, or a narrator error (it raised, timed out or answered nothing: the narrator's
 fault), fails the episode test; a violated commitment, or an achievement not satisfied by the end,
-fails that commitment's test; auditor, model and player errors (unknown outcomes) raise in ``setup``
-and so are pytest *errors*, never failures; with ``--ncp-max-error-rate`` above 0 they are skipped
+fails that commitment's test; auditor, model and player errors, player faults and contested conflicts
+(unknown outcomes, ``analysis/owners.py``) raise in ``setup`` and so are pytest *errors*, never failures; with ``--ncp-max-error-rate`` above 0 they are skipped
 instead and the session checks the budget at the end. Under a survival gate, failures are xfailed.
 """
 
@@ -31,7 +31,7 @@ class NarrativeFailure(AssertionError):
 
 
 class EpisodeError(pytest.fail.Exception):  # type: ignore[name-defined]
-    """The episode could not be judged (auditor, model or narrator error).
+    """The episode could not be judged (an auditor, model or player error, a player fault, a contested conflict).
 
     Raised in ``setup``, so pytest reports an error, not a failure. It is pytest's own ``Failed``
     outcome without a Python traceback: pytest formats setup errors itself (item.repr_failure is only
@@ -181,12 +181,12 @@ class _SpecItem(_NcpItem):
     def setup(self) -> None:
         self.result = self.ncp.result(self.spec, self.repeat)
         self._properties(self.result)
-        if self.result.error and self.result.error.kind != "narrator":
-            from ..report.text import headline
+        if self.result.unknown:  # an auditor, model or player error, a player fault, a contested conflict
+            from ..report.text import failure_text, headline
 
             if self.ncp.settings.max_error_rate > 0:
                 pytest.skip(f"unknown outcome, counted against the error budget: {headline(self.result)}")
-            raise EpisodeError(self._error_text())
+            raise EpisodeError(self._error_text() if self.result.error else failure_text(self.result))
 
     def _error_text(self) -> str:
         """Headline, the error, the trace path; the traceback only with -vv (it is in the trace)."""

@@ -69,8 +69,10 @@ def test_run_config_fields_and_defaults_come_from_the_table():
 
 def test_the_resume_fingerprint_covers_the_same_settings_as_before():
     # Changing this set changes every results.json fingerprint: --resume would refuse every earlier run.
+    # audit_votes and player_retries (issue 23) came with ncp-prompts/5, which changed every fingerprint anyway.
     assert set(FINGERPRINT_FIELDS) == {"narrator", "narrator_model", "player", "player_model", "auditor_model",
-                                       "max_turns", "max_response_chars", "prompt_version"}
+                                       "max_turns", "max_response_chars", "audit_votes", "player_retries",
+                                       "prompt_version"}
     assert SCHEDULE_FIELDS == ("pipeline", "shard")
     assert not set(SCHEDULE_FIELDS) & set(RunConfig(shard="1/2", pipeline=False).to_dict())
 
