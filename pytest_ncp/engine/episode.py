@@ -470,9 +470,18 @@ class Episode:
                 return None
             player_input = str(said)
             if self._screening():
-                player_input = await self._screened(view, player_input)
+                # A narrator that may be called ahead answers while its input is screened (pipelined runs):
+                # the screen then costs no latency when the input is fair, and an unfair one's answer is dropped.
+                alongside = narrate and self.pipeline and bool(getattr(self.narrator, "speculation_safe", False))
+                player_input, narration = await self._screened(
+                    view, player_input, (lambda said: self._narrate(turn, history, said)) if alongside else None)
+                if narration is not None:
+                    return player_input, await narration
         if not narrate:
             return player_input, ""
+        return player_input, await self._narrate(turn, history, player_input)
+
+    async def _narrate(self, turn: int, history: Sequence[tuple[str, str]], player_input: str) -> str:
         try:
             response = await self._guard("narrator", call_maybe_async, self.narrator.respond,
                                          player_input, self._context(turn, list(history)))
@@ -480,7 +489,7 @@ class Episode:
         except _EpisodeError as exc:
             exc.player_input = player_input  # the evidence of the errored turn, also when played ahead
             raise
-        return player_input, response
+        return str(response)
 
     def _screening(self) -> bool:
         """Whether this episode screens its player's inputs: a simulated (not scripted) player, an auditor
@@ -489,20 +498,27 @@ class Episode:
             return self.screen and callable(getattr(self.auditor, "screen_input", None))
         return not isinstance(self.player, ScriptedPlayer) and callable(getattr(self.auditor, "screen_input", None))
 
-    async def _screened(self, view: PlayerView, said: str) -> str:
+    async def _screened(self, view: PlayerView, said: str, narrate: Callable[[str], Any] | None = None
+                        ) -> tuple[str, asyncio.Future[str] | None]:
         """The input to play at ``view.turn``: ``said`` once the screen finds it fair, else the player asked
         again (told why) up to ``player_retries`` times; the last attempt is played even when still unfair,
-        and the turn's screen record (``_screens``) says so (``_apply`` then blames the player for a conflict)."""
+        and the turn's screen record (``_screens``) says so (``_apply`` then blames the player for a conflict).
+
+        With ``narrate``, each attempt is narrated while it is screened; the narration of the input played is
+        returned (a task), the others are cancelled (a narrator error there never happened to the episode)."""
         screen = getattr(self.auditor, "screen_input")
         history = tuple(view.history)[-SCREEN_WINDOW:]
         attempts: list[dict[str, Any]] = []
         calls = 0
         while True:
             ctx = ScreenContext(spec=self.spec, turn=view.turn, player_input=said, history=history)
+            narration = asyncio.ensure_future(narrate(said)) if narrate is not None else None
             try:
                 verdict = await self._guard("auditor", screen, ctx)
-            except _EpisodeError as exc:
-                exc.player_input = said
+            except BaseException as exc:
+                await _cancelled(narration)
+                if isinstance(exc, _EpisodeError):
+                    exc.player_input = said
                 raise
             finally:
                 calls += len(ctx.calls)
@@ -510,13 +526,17 @@ class Episode:
             if verdict.fair or len(attempts) > self.player_retries:
                 break
             view = replace(view, rejected=(*view.rejected, (said, _why_unfair(verdict))))
-            again = await self._guard("player", call_maybe_async, self.player.next_input, view)
+            try:
+                again = await self._guard("player", call_maybe_async, self.player.next_input, view)
+            except BaseException:
+                await _cancelled(narration)
+                raise
             if again is None:  # nothing else to say: the unfair input is what the player plays
-                said = attempts[-1]["input"]
                 break
+            await _cancelled(narration)
             said = str(again)
         self._screens[view.turn] = {"fair": bool(verdict.fair), "attempts": attempts, "calls": calls}
-        return said
+        return said, narration
 
     def _speculate(self, turn: int, history: Sequence[tuple[str, str]]) -> _Ahead | None:
         """Start playing ``turn`` ahead of the audit of the turn before, where that is safe."""
@@ -746,6 +766,13 @@ class Episode:
                 raise _EpisodeError(ErrorInfo("model", scrub(str(model_error)), None), audit) from exc
             tb = scrub(format_traceback(exc))
             raise _EpisodeError(ErrorInfo(kind, scrub(f"{type(exc).__name__}: {exc}"), tb), audit) from exc
+
+
+async def _cancelled(task: asyncio.Future[Any] | None) -> None:
+    """Cancel a narration nobody will read, and let it finish (whatever it raised is dropped with it)."""
+    if task is not None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
 
 # The exchanges the screen reads before an input: as many as the simulated player itself sees

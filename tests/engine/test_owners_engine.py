@@ -273,3 +273,30 @@ def test_a_reaudit_keeps_the_player_fault_of_an_input_its_source_played_unfair(n
     assert again["termination"] == "player_fault" and again["player_fault"]["input"] == GOD_MODE
     # The recorded inputs are replayed as they were: neither asked for nor screened again.
     assert len([r for r in ncp_model_server.requests if r.step == "input_screen"]) == screens
+
+
+def test_a_narrator_that_may_be_called_ahead_answers_while_its_input_is_screened(ncp_model_server, caligari):
+    from pytest_ncp.engine.narrators import LLMNarrator
+
+    def echo(request):  # the narration names the input it answers
+        return "Alan laughs at the door: " + request.body["messages"][-1]["content"][-60:]
+
+    ncp_model_server.add(role="narrator", reply=echo)
+    ncp_model_server.add(step="input_screen", reply=screen, delay=0.4)
+    client = ModelClient(api_base=ncp_model_server.base_url, backoff=0.01, max_backoff=0.05)
+    result = asyncio.run(Episode(
+        spec=caligari, narrator=LLMNarrator(), player=god_moding_player(ncp_model_server, learns=True),
+        auditor=LLMAuditor(client, "openai/auditor"), max_turns=2, client=client, narrator_model="openai/narrator",
+    ).run())
+    assert result.termination is Termination.TURN_LIMIT
+    assert [t.player_input for t in result.transcript] == [FAIR, FAIR]
+    assert all(FAIR in t.response and GOD_MODE not in t.response for t in result.transcript)
+    requests = ncp_model_server.requests
+    # The unfair input was narrated while it was screened, and that narration dropped.
+    assert any(r.role == "narrator" and GOD_MODE in r.text for r in requests)
+    for turn in (1, 2):
+        fair_screen = next(r for r in requests if r.step == "input_screen" and f"TURN {turn}." in r.text
+                           and FAIR in (data_in(r.text, "player_input") or ""))
+        narration = next(r for r in requests if r.role == "narrator" and r.received_at >= fair_screen.received_at - 0.05
+                         and FAIR in r.body["messages"][-1]["content"])
+        assert narration.received_at < fair_screen.received_at + 0.4  # before the screen had answered
