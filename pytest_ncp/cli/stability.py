@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
+from contextlib import ExitStack
 from typing import Any
 
 from ..core.options import OPTION
@@ -36,6 +36,8 @@ def register(sub: Any) -> None:
     p.add_argument("--specs", nargs="+", metavar="PATH", help="spec files or directories, when the recorded "
                                                                 "spec paths moved")
     p.add_argument("--json", action="store_true", help="print the flip rates and every turn as JSON")
+    p.add_argument("--demo", action="store_true", help="ask the bundled scripted server (a run of `ncp demo`; "
+                                                       "judges nothing real)")
     add_options(p, (OPTION["concurrency"], OPTION["timeout"]), "stability")
     p.set_defaults(func=cmd_stability)
 
@@ -86,15 +88,24 @@ def cmd_stability(args: argparse.Namespace) -> int:
         return usage("the run records no auditor model: give --auditor-model")
     audit_votes = int(config.audit_votes or 1)
     temperature = VOTE_TEMPERATURE if args.temperature is None else float(args.temperature)
-    client = ModelClient(**RunConfig(api_base=args.api_base, concurrency=args.concurrency,
-                                     timeout=args.timeout).client_options())
     print(f"re-auditing {len(turns)} turn(s) of {args.source} {args.votes} time(s) each", file=sys.stderr)
-    try:
-        observations = asyncio.run(reaudit_turns(turns, specs, client=client, model=model, votes=args.votes,
-                                                 audit_votes=audit_votes, temperature=temperature,
-                                                 concurrency=args.concurrency))
-    except RunFileError as exc:
-        return usage(str(exc))
+    with ExitStack() as stack:
+        api_base = args.api_base
+        if args.demo:
+            from ..testing import ScriptedModelServer
+            from ..testing.demo import install_demo_script
+
+            server = stack.enter_context(ScriptedModelServer())
+            install_demo_script(server)
+            api_base = server.base_url
+        client = ModelClient(**RunConfig(api_base=api_base, concurrency=args.concurrency,
+                                         timeout=args.timeout).client_options())
+        try:
+            observations = asyncio.run(reaudit_turns(turns, specs, client=client, model=model, votes=args.votes,
+                                                     audit_votes=audit_votes, temperature=temperature,
+                                                     concurrency=args.concurrency))
+        except RunFileError as exc:
+            return usage(str(exc))
     summary = flip_summary(observations)
     if args.json:
         print(json.dumps({"source": str(args.source), "votes": args.votes, "model": model, "temperature": temperature,

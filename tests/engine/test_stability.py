@@ -101,3 +101,25 @@ def test_flips_are_counted_against_the_record():
     summary = flip_summary([{"episode": "a--r0", "turn": 3, "recorded": "fact", "outcomes": [{"fact"}, set(), None]}])
     assert summary["rows"]["fact"] == {"turns": 1, "reaudits": 2, "invalid": 1, "flips": 1, "rate": 0.5,
                                        "ci": [round(x, 6) for x in wilson(1, 2)]}
+
+
+def test_votes_screening_and_stability_end_to_end_on_the_offline_demo(tmp_path, capsys):
+    from tests.conftest import SPECS
+
+    specs = [str(SPECS / f"{name}.yaml") for name in ("black-pirate", "all-quiet", "caligari")]
+    assert main(["demo", "--specs", *specs, "--player", "adversarial", "--audit-votes", "3", "--max-turns", "20",
+                 "--max-error-rate", "1", "--out", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    assert "player simulator     1  player fault 1: black-pirate[r0]" in out
+    assert "auditor              1  split verdict 1: all-quiet[r0]" in out
+    data = json.loads((tmp_path / "run" / "results.json").read_text())
+    by_spec = {e["spec_id"]: e for e in data["episodes"]}
+    assert by_spec["black-pirate"]["termination"] == "player_fault"
+    assert by_spec["all-quiet"]["termination"] == "contested"
+    assert by_spec["all-quiet"]["failure"]["agreement"]["of"] == 3
+    assert all(e["screening"]["inputs"] >= 1 for e in data["episodes"])
+    assert main(["stability", str(tmp_path / "run"), "--votes", "2", "--clean-sample", "4", "--demo", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows["conflicts"]["turns"] == sum(e.get("failure") is not None for e in data["episodes"])
+    assert rows["clean"]["turns"] == 4 and rows["conflicts"]["reaudits"] + rows["conflicts"]["invalid"] == \
+        2 * rows["conflicts"]["turns"]
