@@ -218,6 +218,7 @@ class EpisodeItem(_SpecItem):
         for key in ("spec_id", "repeat", "turns", "termination", "progress", "satisfied", "tokens", "cost_usd", "trace"):
             self.user_properties.append((PROPERTY_PREFIX + key, data[key]))
         self.user_properties.append((PROPERTY_PREFIX + "survived", result.survived))
+        self.user_properties.append((PROPERTY_PREFIX + "owner", result.owner))  # who owns the outcome (DESIGN 7.5)
         # The whole episode record, so the controller can merge results.json and the gate under xdist.
         self.ncp.attach(episode_key(result.spec.id, result.repeat))
         self.user_properties.append((PROPERTY_PREFIX + "episode", json.dumps(data, ensure_ascii=False)))
