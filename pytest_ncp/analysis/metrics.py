@@ -11,6 +11,9 @@ Outcomes, as the survival curve sees them:
 - ``turn_limit``, ``script_exhausted``, ``budget`` (cut short by ``--max-cost``), ``cancelled`` (ended in
   flight after a sequential gate decided) and every other error (auditor, model, player: an *unknown*
   outcome) are right-censored at their last completed turn: nothing is known about later turns;
+- a player fault (an unfair simulated input provoked the conflict) and a contested conflict (it stood on
+  a split vote, ``--audit-votes``) are unknown outcomes too, censored at the turn before theirs: that
+  turn was judged, but not as the narrator's doing alone (``analysis/owners.py``);
 - ``success`` survives throughout: the story is complete.
 
 Unknown outcomes are left out of every rate and counted apart, within an error budget; episodes the budget
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..core.options import parse_gate, share
+from .owners import UNKNOWN_TERMINATIONS, blame_table
 
 CONFLICT_KINDS = ("fact", "commitment", "player_input")
 Episode = Mapping[str, Any]
@@ -49,8 +53,16 @@ def is_narrator_error(e: Episode) -> bool:
 
 
 def is_unknown(e: Episode) -> bool:
-    """An error that is not the narrator's (auditor, model, player): the outcome is unknown."""
-    return is_error(e) and not is_narrator_error(e)
+    """An error that is not the narrator's (auditor, model, player), a player fault or a contested conflict:
+    the outcome is unknown."""
+    return (is_error(e) and not is_narrator_error(e)) or e["termination"] in UNKNOWN_TERMINATIONS
+
+
+def observed_turns(e: Episode) -> int:
+    """The last turn through which the narrator's outcome is known (where a censored episode is censored)."""
+    if e["termination"] in UNKNOWN_TERMINATIONS:  # its own turn was judged against something else
+        return max(conflict_turn(e) - 1, 0)
+    return int(e["turns"])
 
 
 def is_cut(e: Episode) -> bool:
@@ -85,7 +97,7 @@ def survived_at(e: Episode, turn: int) -> bool | None:
     failed = failure_turn(e)
     if failed is not None:
         return failed > turn
-    if e["termination"] == "success" or int(e["turns"]) >= turn:
+    if e["termination"] == "success" or observed_turns(e) >= turn:
         return True
     return None
 
@@ -139,7 +151,7 @@ def survival_table(episodes: Sequence[Episode], max_turn: int, z: float = Z95) -
         elif e["termination"] == "success":
             forever += 1
         else:
-            censored[int(e["turns"])] += 1
+            censored[observed_turns(e)] += 1
     n_all = len(episodes)
     # at risk at t: failures at >= t, censored at >= t, successes
     at_risk = n_all
@@ -282,6 +294,7 @@ def compute_metrics(episodes: Iterable[Episode], *, survival_turn: int = 20,
         # what the episodes' calls cost, the turns played ahead and discarded included (--max-cost counts both)
         "spent_usd": round(sum(float(e.get("cost_usd", 0) or 0) + float((e.get("speculative") or {}).get(
             "cost_usd", 0) or 0) for e in episodes), 8),
+        "blame": blame_table(episodes),
     }
 
 

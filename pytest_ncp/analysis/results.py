@@ -46,7 +46,7 @@ RESULTS_VERSION: Final = 2
 _HINT = "give the results.json written by `ncp run --out DIR` or `pytest --ncp-report=DIR`, or its directory"
 
 Termination = Literal["conflict:fact", "conflict:commitment", "conflict:player_input", "success", "turn_limit",
-                      "script_exhausted", "error", "budget", "cancelled"]
+                      "script_exhausted", "error", "budget", "cancelled", "player_fault", "contested"]
 ConflictType = Literal["fact", "commitment", "player_input"]
 ErrorKind = Literal["narrator", "auditor", "model", "player"]
 CommitmentState = Literal["PENDING", "SATISFIED", "VIOLATED"]
@@ -62,8 +62,16 @@ class _Record(BaseModel):
     model_config = ConfigDict(strict=True, extra="allow")
 
 
+class Agreement(_Record):
+    """How the ``--audit-votes`` confirmation samples of a conflict voted: ``yes`` of ``of`` confirmed it."""
+
+    yes: int = Field(ge=0, description="Samples that confirmed the conflict.")
+    of: int = Field(ge=1, description="Samples asked (K).")
+
+
 class Failure(_Record):
-    """The confirmed conflict that ended an episode (``termination`` ``conflict:*``)."""
+    """The confirmed conflict that ended an episode (``termination`` ``conflict:*``, and the conflict of a
+    ``player_fault`` or ``contested`` episode)."""
 
     turn: int = Field(ge=0, description="Turn of the conflict (turn 0 is the opening narration).")
     type: ConflictType = Field(description="What the narration contradicted: a ledger fact, a commitment, "
@@ -76,6 +84,9 @@ class Failure(_Record):
     confirmation: str = Field(default="", description="The secondary confirmation call's explanation.")
     quote_verified: bool = Field(default=True, description="False when the quote could not be verified against "
                                                            "the response and the flag was confirmed unverified.")
+    agreement: Agreement | None = Field(default=None, description="With `--audit-votes` K > 1: how many of the K "
+                                                                  "confirmation samples confirmed it; absent with "
+                                                                  "one vote.")
 
 
 class ErrorRecord(_Record):
@@ -106,6 +117,36 @@ class FlagCounts(_Record):
     unverified_confirmed: int = Field(default=0, ge=0, description="Of those, confirmed.")
     withdrawn: int = Field(default=0, ge=0, description="Flags the auditor withdrew on a retry.")
     withdrawn_confirmed: int = Field(default=0, ge=0, description="Of those, confirmed.")
+    split: int | None = Field(default=None, ge=0, description="With `--audit-votes` K > 1: flags whose samples "
+                                                              "disagreed (short of unanimity either way).")
+    split_confirmed: int | None = Field(default=None, ge=0, description="Of those, confirmed by the majority.")
+
+
+class ScreenProblem(_Record):
+    """One rule an unfair simulated input broke."""
+
+    rule: str = Field(description="world_event, other_character or unknowable.")
+    quote: str = Field(description="The words of the input that break it.")
+    explanation: str = Field(default="", description="The screen's explanation.")
+
+
+class PlayerFault(_Record):
+    """The unfair simulated input that provoked the conflict of a ``player_fault`` episode."""
+
+    turn: int = Field(ge=0, description="The turn it was played at.")
+    input: str = Field(description="The input as played (the last attempt).")
+    problems: list[ScreenProblem] = Field(default_factory=list, description="Why the screen found it unfair.")
+    attempts: int = Field(ge=1, description="Inputs the player gave for that turn (1 + regenerations).")
+
+
+class Screening(_Record):
+    """How a simulated player's inputs fared in the input screen (issue 23); absent for scripted players."""
+
+    inputs: int = Field(default=0, ge=0, description="Turns whose input was screened.")
+    unfair: int = Field(default=0, ge=0, description="Inputs the screen found unfair (every attempt counted).")
+    regenerated: int = Field(default=0, ge=0, description="Inputs asked for again after an unfair one.")
+    played_unfair: int = Field(default=0, ge=0, description="Turns played with an input still unfair.")
+    calls: int = Field(default=0, ge=0, description="Screen calls (retries of invalid answers included).")
 
 
 class SpeculativeUsage(_Record):
@@ -133,7 +174,9 @@ class EpisodeRecord(_Record):
                                                  "`error` comes with `error.kind`; `budget`: cut short by the "
                                                  "run's budget (`cut_by`), censored, owned by the budget; "
                                                  "`cancelled`: ended in flight after a sequential gate decided "
-                                                 "(`--sequential-cancel`), censored.")
+                                                 "(`--sequential-cancel`), censored; `player_fault`: an unfair "
+                                                 "simulated input provoked the conflict (`player_fault`); "
+                                                 "`contested`: a conflict short of unanimous `--audit-votes`.")
     turns: int = Field(ge=0, description="Turns completed.")
     progress: float = Field(ge=0, le=1, description="Trajectory nodes reached / nodes.")
     satisfied: float = Field(ge=0, le=1, description="Achievements and orderings whose condition was met / "
@@ -167,6 +210,9 @@ class EpisodeRecord(_Record):
     fork: ForkOrigin | None = Field(default=None, description="Set on forked episodes (`ncp fork`) only.")
     cut_by: str | None = Field(default=None, description="With termination `budget`: the option that cut the "
                                                          "episode short (`max-cost`).")
+    player_fault: PlayerFault | None = Field(default=None, description="Set when `termination` is `player_fault`.")
+    screening: Screening | None = Field(default=None, description="Simulated players only: the input screen's "
+                                                                  "counts.")
 
     @property
     def key(self) -> str:
@@ -214,6 +260,10 @@ class RunConfigRecord(_Record):
                                                              "when none.")
     max_response_chars: int | None = Field(default=None, ge=1, description="A narrator response longer than this "
                                                                          "was the narrator's error, before any audit.")
+    audit_votes: int | None = Field(default=None, ge=1, description="Confirmation samples per flagged conflict "
+                                                                    "(`--audit-votes`); absent: 1.")
+    player_retries: int | None = Field(default=None, ge=0, description="Regenerations of an unfair simulated "
+                                                                       "input (`--player-retries`).")
     survival_turn: int | None = Field(default=None, ge=0, description="Turn of the headline survival figure.")
     record_mode: str | None = Field(default=None, description="Cassette record mode; null when off.")
     cassettes: str | None = Field(default=None, description="Cassette directory.")
@@ -243,6 +293,26 @@ class SurvivalPoint(_Record):
     observed: int = Field(ge=0, description="Episodes whose outcome through T is known.")
     episodes: int = Field(ge=0, description="All episodes.")
     text: str = Field(description="As printed, e.g. `75.0% (95% CI ...)` or `n/a (0 of 4 reached turn 20)`.")
+
+
+class BlameRow(_Record):
+    """The episodes one owner's outcomes ended."""
+
+    count: int = Field(ge=0, description="Episodes.")
+    kinds: dict[str, int] = Field(default_factory=dict, description="By kind of outcome: `conflict:fact`, "
+                                                                    "`error:model`, `player_fault`, `contested`, ...")
+    episodes: list[str] = Field(default_factory=list, description="Their keys (`spec--rN`), sorted.")
+
+
+class Blame(_Record):
+    """Every episode in the row of the owner of its outcome (``analysis.owners``): the counts sum to ``episodes``.
+
+    Owners: narrator (conflicts, narrator errors), player (player faults and errors), auditor (auditor errors,
+    contested verdicts), model (model errors), harness (anything else), budget (episodes a cost cap or an
+    early gate decision left unfinished), none (success, turn limit, script exhausted)."""
+
+    episodes: int = Field(ge=0, description="Episodes in the table.")
+    owners: dict[str, BlameRow] = Field(description="By owner, every owner present.")
 
 
 class Metrics(_Record):
@@ -283,6 +353,8 @@ class Metrics(_Record):
     cost_usd: float = Field(ge=0, description="Cost of every episode in US dollars.")
     spent_usd: float | None = Field(default=None, ge=0, description="What the episodes' calls cost, the turns "
                                                                     "played ahead and discarded included.")
+    blame: Blame | None = Field(default=None, description="Who owns each episode's outcome (DESIGN 7.5); absent "
+                                                          "in files written before it was recorded.")
 
 
 class CanaryCase(_Record):
@@ -695,9 +767,10 @@ def results_json_schema() -> dict[str, Any]:
     return schema
 
 
-__all__ = ["RESULTS_FILE", "RESULTS_VERSION", "SUPPORTED_VERSIONS", "Canaries", "CanaryCase", "EpisodeRecord",
-           "ErrorRecord", "Failure", "FlagCounts", "ForkOrigin", "MergeRecord", "MergedSequentialRecord", "Metrics",
-           "Models", "NodeReached", "PairedRecord", "RunConfigRecord", "RunResults", "SequentialGateRecord",
-           "SequentialOutcome", "SequentialRecord", "ShardRecord", "SpeculativeUsage", "Stopped", "SurvivalPoint",
+__all__ = ["RESULTS_FILE", "RESULTS_VERSION", "SUPPORTED_VERSIONS", "Agreement", "Blame", "BlameRow", "Canaries",
+           "CanaryCase", "EpisodeRecord", "ErrorRecord", "Failure", "FlagCounts", "ForkOrigin", "MergeRecord",
+           "MergedSequentialRecord", "Metrics", "Models", "NodeReached", "PairedRecord", "PlayerFault",
+           "RunConfigRecord", "RunResults", "Screening", "SequentialGateRecord", "SequentialOutcome",
+           "SequentialRecord", "ShardRecord", "SpeculativeUsage", "Stopped", "SurvivalPoint",
            "build_results", "load_results", "parse_results", "results_json_schema", "results_path", "split_key",
            "write_results"]

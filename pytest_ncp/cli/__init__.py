@@ -23,8 +23,8 @@ from .common import EXIT_INTERRUPTED, EXIT_USAGE
 # ``set_defaults(func=...)``), in the order ``ncp --help`` lists them; heavy imports stay inside the
 # command functions, so ``ncp --help`` is quick.
 COMMAND_MODULES: tuple[str, ...] = ("validate", "schema", "run", "demo", "lint", "catalog", "report", "specs",
-                                    "compare", "reaudit", "review", "merge", "doctor", "calibrate", "fork",
-                                    "failures")
+                                    "compare", "reaudit", "stability", "review", "merge", "doctor", "calibrate",
+                                    "fork", "failures")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

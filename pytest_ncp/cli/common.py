@@ -138,7 +138,7 @@ def summary(m: dict, turn: int) -> str:
                    f"script exhausted {m['script_exhausted']}")
     cut = f", {m['budget']} cut short by the cost cap (budget)" if m.get("budget") else ""
     return (f"{m['episodes']} episode(s), {m['narrator_errors']} narrator error(s) (failures), {m['unknown']} "
-            f"unknown (auditor/model/player errors){cut}: survival@{turn} {m['survival_point']['text']}, {figures}, "
-            f"tokens {m['tokens']}{cached}, cost ${m['cost_usd']:.4f}")
+            f"unknown (auditor/model/player errors, player faults, split verdicts){cut}: survival@{turn} "
+            f"{m['survival_point']['text']}, {figures}, tokens {m['tokens']}{cached}, cost ${m['cost_usd']:.4f}")
 
 

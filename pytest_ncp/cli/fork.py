@@ -82,7 +82,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
         auditor_model=args.auditor_model or recorded.get("auditor_model") or DEFAULT_AUDITOR_MODEL,
         api_base=args.api_base, max_turns=state.turn + args.continue_turns, concurrency=max(args.samples, 1),
         survival_turn=state.turn + args.continue_turns, record_mode=args.record_mode, cassettes=args.cassettes,
-        **call_settings)
+        audit_votes=int(recorded.get("audit_votes") or 1), **call_settings)
     problems = config.validate()
     if not config.narrator:
         problems.append("the trace records no narrator: give --narrator module:Attr")
@@ -106,7 +106,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("forks") / f"{spec.id}-t{state.turn}"
     try:
         outcome = asyncio.run(fork(
-            state, spec, narrator_factory=narrator_factory, auditor=LLMAuditor(client, config.auditor_model),
+            state, spec, narrator_factory=narrator_factory, auditor=LLMAuditor(client, config.auditor_model, votes=config.audit_votes),
             samples=args.samples, continue_turns=args.continue_turns, client=client, player_factory=player_factory,
             narrator_model=config.narrator_model, out_dir=out, config=config.to_dict()))
     except ForkError as exc:

@@ -51,12 +51,18 @@ def cmd_report(args: argparse.Namespace) -> int:
     for r in runs:  # stderr: stdout may be JSON or Markdown being piped somewhere
         if not r.results.complete:
             print(f"ncp report: note: {r.label} is incomplete: {r.results.incompleteness()}", file=sys.stderr)
+    from ..report.blame import blame_lines, blame_markdown
+
     if args.json:
         sys.stdout.write(render_json(rows))
     elif args.markdown:
         sys.stdout.write(render_markdown(rows, title=args.title))
+        for row in rows:  # who owns each run's outcomes, with the episodes
+            sys.stdout.write("\n" + blame_markdown(row["blame"], label=str(row["label"])))
     else:
         sys.stdout.write(render_terminal(rows))
+        for row in rows:
+            sys.stdout.write(f"\n{row['label']}: " + "\n".join(blame_lines(row["blame"])) + "\n")
     if args.html:
         from ..report.html import find_calibrations, render_html
 

@@ -213,8 +213,12 @@ def _report(runner: Any, jobs: list[tuple[Any, int]], canaries: CanaryResult | N
     from ..core.config import episode_key
 
     config = runner.config
+    from ..report.blame import blame_lines
+
     entries = [runner.results[k] for k in (episode_key(s.id, r) for s, r in jobs) if k in runner.results]
-    print(summary(compute_metrics(entries, survival_turn=config.survival_turn), config.survival_turn))
+    metrics = compute_metrics(entries, survival_turn=config.survival_turn)
+    print(summary(metrics, config.survival_turn))
+    print("\n".join(blame_lines(metrics["blame"])))
     if config.demo:
         print("offline demo: every model was the bundled scripted server; these figures judge no real model")
     if canaries is not None and canaries.summary is not None:

@@ -25,7 +25,8 @@ PROMPT_VERSION = "ncp-prompts/5"  # 2: the trajectory step is told when the trig
 # one system message for every audit step, and the story state first, byte for byte the same in every
 # step of a turn (provider prompt caches), facts the story added dated by turn; 5: the turn's data before the
 # step's task (the four steps of a turn share everything but the task), commitment states listed only when
-# settled (issue 20)
+# settled (issue 20); the input_screen step, simulated players told to write only their character's acts and
+# words, and why an input was refused (issue 23)
 
 # What an episode's outcome depends on: ``--resume`` keeps an episode only when these are unchanged.
 # (Endpoint, concurrency, timeouts and cassettes change how a run is served, not what it measures.)
@@ -87,6 +88,8 @@ class RunConfig:
     api_base: str | None = default("api-base")
     max_turns: int = default("max-turns")
     max_response_chars: int = default("max-response-chars")
+    audit_votes: int = default("audit-votes")          # confirmation samples per flagged conflict
+    player_retries: int = default("player-retries")    # regenerations of an unfair simulated input
     repeats: int = default("repeats")
     concurrency: int = default("concurrency")
     max_cost: float | None = default("max-cost")            # US dollars; the model client enforces it

@@ -329,6 +329,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("max-response-chars", whole(1), DEFAULT_MAX_RESPONSE_CHARS, "a narrator response longer than this "
            "is the narrator's error before any audit call (it would not fit an auditor's window)",
            config=FINGERPRINT, metavar="N"),
+    Option("audit-votes", whole(1), 1, "confirmation samples per flagged conflict: it stands on a strict majority "
+           "and the agreement (e.g. 2/3) is recorded; a conflict short of unanimity is the auditor's doubt, not the "
+           "narrator's failure. Above 1 the samples run at temperature 0.7, so they are independent "
+           "(1: one confirmation at temperature 0, as without votes)", config=FINGERPRINT, metavar="K"),
+    Option("player-retries", whole(0), 2, "a simulated player's input that states world events, other characters' "
+           "acts or what the character cannot know is regenerated, told why, up to N times; still unfair, it is "
+           "played, and a conflict it provokes is a player fault, never the narrator's (scripted inputs are not "
+           "screened)", config=FINGERPRINT, metavar="N"),
     Option("repeats", whole(1), 1, "episodes per spec (pass^k needs k >= 2)", config=RECORDED, metavar="K"),
     Option("concurrency", whole(1), 16, "episodes and model calls in flight", config=RECORDED, metavar="N"),
     # --- how every model call is bounded and shaped (README "Self-hosted models") ---

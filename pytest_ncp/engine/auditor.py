@@ -12,6 +12,13 @@ turn raises ``AuditorError``, which ends the episode as ``error`` and is never a
 conflict. Added facts, trajectory advances and commitment satisfactions all rest on quotes verified
 by the project's one quote matcher (:mod:`pytest_ncp.core.quotes`). A confirmed conflict stands whatever
 another step of the same turn answered: that step's failure is recorded in the turn's verdicts.
+
+Votes (``votes`` K > 1, ``--audit-votes``): each flagged conflict is confirmed by K independent samples of
+the confirmation step at ``vote_temperature`` and stands on a strict majority; the tally of every flag is
+recorded (``TurnAudit.votes``). With K = 1 the confirmation is the one call it always was.
+
+Input screening (``screen_input``, issue 23): a simulated player's input is checked before the narrator sees
+it against the rules scripted inputs follow (the player character's own acts and words).
 """
 
 from __future__ import annotations
@@ -35,7 +42,14 @@ CONFLICT_TYPES: tuple[str, ...] = ("fact", "commitment", "player_input")
 CommitmentState = Literal["PENDING", "SATISFIED", "VIOLATED"]
 
 STEPS = ("conflict_check", "conflict_confirmation", "fact_update", "trajectory_update", "commitment_check",
-         "success_confirmation")
+         "success_confirmation", "input_screen")
+# What makes a simulated player's input unfair (input_screen.j2 says each in full; docs/specs.md rule 7).
+SCREEN_RULES: tuple[str, ...] = ("world_event", "other_character", "unknowable")
+ScreenRule = Literal["world_event", "other_character", "unknowable"]
+# Votes beyond the first are independent samples: at temperature 0 they would repeat one another (the same
+# prompt, greedy decoding), and their agreement would measure nothing. 0.7 varies the judgement while keeping
+# answers on the schema.
+VOTE_TEMPERATURE = 0.7
 
 
 # --- answers on the wire (exactly the listed fields; DESIGN 7.1) -----------------------------------
@@ -98,6 +112,20 @@ class CommitmentCheck(_Answer):
     satisfied: list[SatisfiedCommitment]
 
 
+class ScreenProblem(_Answer):
+    rule: ScreenRule
+    quote: str
+    explanation: str
+
+
+class InputScreen(_Answer):
+    """A simulated player's input, checked: fair exactly when no problem is found."""
+
+    fair: bool
+    problems: list[ScreenProblem]
+    explanation: str
+
+
 ANSWER_MODELS: dict[str, type[_Answer]] = {
     "conflict_check": ConflictCheck,
     "conflict_confirmation": Confirmation,
@@ -105,6 +133,7 @@ ANSWER_MODELS: dict[str, type[_Answer]] = {
     "fact_update": FactUpdate,
     "trajectory_update": TrajectoryUpdate,
     "commitment_check": CommitmentCheck,
+    "input_screen": InputScreen,
 }
 
 
@@ -129,6 +158,9 @@ WIRE_SCHEMAS: dict[str, dict[str, Any]] = {
     "trajectory_update": _obj({"trigger_event_occurred": _BOOL, "key_delta_occurred": _BOOL, "evidence": _STR}),
     "commitment_check": _obj({"satisfied": {"type": "array", "items": _obj({
         "commitment_id": _STR, "evidence": _STR})}}),
+    "input_screen": _obj({"fair": _BOOL, "problems": {"type": "array", "items": _obj({
+        "rule": {"type": "string", "enum": list(SCREEN_RULES)}, "quote": _STR, "explanation": _STR})},
+        "explanation": _STR}),
 }
 
 
@@ -157,10 +189,35 @@ class TurnContext:
 
 
 @dataclass(frozen=True)
+class ScreenContext:
+    """What screening a simulated player's input reads: who the character is, the story so far, the input.
+
+    ``calls`` and ``rejected_answers`` collect the screen's model calls and refused answers (for the trace)."""
+
+    spec: NarrativeSpec
+    turn: int
+    player_input: str
+    history: Sequence[tuple[str, str]] = ()  # earlier (player input, narration), as the player saw them
+    calls: list[Completion] = field(default_factory=list)
+    rejected_answers: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class ConfirmedConflict:
     conflict: Conflict
     confirmation: Confirmation
     status: str = "verified"  # see TurnAudit.flag_status
+    votes: dict[str, Any] | None = None  # see TurnAudit.votes; None with one vote
+
+    @property
+    def unanimous(self) -> bool:
+        """Every confirmation sample agreed (always, with one vote)."""
+        return self.votes is None or self.votes["yes"] == self.votes["of"]
+
+    @property
+    def agreement(self) -> str | None:
+        """``2/3``: confirmation samples that confirmed, of those asked; None with one vote."""
+        return None if self.votes is None else f"{self.votes['yes']}/{self.votes['of']}"
 
 
 @dataclass
@@ -185,9 +242,13 @@ class TurnAudit:
     rejected_answers: list[dict[str, Any]] = field(default_factory=list)
     # The second look at a turn that would end the episode in success (Episode._success_confirmed).
     success_confirmation: Confirmation | None = None
+    # With votes K > 1, per flag: {"yes", "no", "invalid", "of": K, "answers": [each sample's answer, or
+    # {"error": why it gave none}]}; ``confirmations`` then holds the majority's answer. Empty with one vote.
+    votes: list[dict[str, Any]] = field(default_factory=list)
 
     def _judged(self) -> list[ConfirmedConflict]:
-        return [ConfirmedConflict(c, v, self.status_of(i)) for i, (c, v) in enumerate(zip(self.flagged, self.confirmations))]
+        return [ConfirmedConflict(c, v, self.status_of(i), self.votes[i] if i < len(self.votes) else None)
+                for i, (c, v) in enumerate(zip(self.flagged, self.confirmations))]
 
     @property
     def confirmed(self) -> list[ConfirmedConflict]:
@@ -207,6 +268,7 @@ class TurnAudit:
             "conflict_check": {"conflicts": [c.model_dump() for c in self.flagged]},
             **({"flag_status": list(self.flag_status)} if any(x != "verified" for x in self.flag_status) else {}),
             "conflict_confirmation": [v.model_dump() for v in self.confirmations],
+            **({"conflict_votes": [dict(v) for v in self.votes]} if self.votes else {}),
             "fact_update": self.fact_update.model_dump() if self.fact_update else None,
             "trajectory_update": self.trajectory.model_dump() if self.trajectory else None,
             "commitment_check": self.commitments.model_dump() if self.commitments else None,
@@ -231,7 +293,11 @@ class AuditorError(Exception):
 
 
 class Auditor(Protocol):
-    """What the episode needs from an auditor. ``LLMAuditor`` is the fixed protocol; tests may swap it."""
+    """What the episode needs from an auditor. ``LLMAuditor`` is the fixed protocol; tests may swap it.
+
+    Optional: ``confirm_success(ctx, claims)`` (a success is confirmed like a conflict) and
+    ``screen_input(ctx: ScreenContext) -> InputScreen`` (simulated players' inputs are screened); an auditor
+    without them is taken at its word, and does not screen."""
 
     async def audit(self, ctx: TurnContext) -> TurnAudit: ...
 
@@ -246,6 +312,8 @@ class LLMAuditor:
     max_attempts: int = 3
     temperature: float = 0.0
     prompt_version: str = PROMPT_VERSION
+    votes: int = 1  # confirmation samples per flagged conflict (--audit-votes); a strict majority stands
+    vote_temperature: float = VOTE_TEMPERATURE  # of every sample when votes > 1
 
     async def audit(self, ctx: TurnContext) -> TurnAudit:
         audit = TurnAudit(turn=ctx.turn)
@@ -275,32 +343,7 @@ class LLMAuditor:
         check = results["conflict_check"]
         if isinstance(check, BaseException):
             raise check
-        flags, unresolved = check
-        audit.flagged, audit.flag_status = [f for f, _ in flags], [status for _, status in flags]
-        if flags:
-            confirmations = await _gather({
-                str(i): self._ask("conflict_confirmation", audit, **{
-                    **base, "conflict": c, "unverified": status != "verified", "withdrawn": status == "withdrawn",
-                    # The turn's blocks keep the turn's code (the prompt shares its prefix with the other
-                    # steps'); the flag's own blocks get a code of everything this call shows.
-                    "flag_nonce": call_nonce(ctx.previous_response, ctx.player_input, ctx.response, c.quote,
-                                             c.explanation)})
-                for i, (c, status) in enumerate(flags)
-            })
-            answered = [(c, status, confirmations[str(i)]) for i, (c, status) in enumerate(flags)]
-            failed_confirmations = {f"conflict_confirmation[{i}]": v for i, (_, _, v) in enumerate(answered)
-                                    if isinstance(v, BaseException)}
-            kept = [(c, status, v) for c, status, v in answered if not isinstance(v, BaseException)]
-            if failed_confirmations and not any(v.confirmed for _, _, v in kept):
-                raise next(iter(failed_confirmations.values()))
-            audit.flagged = [c for c, _, _ in kept]
-            audit.flag_status = [status for _, status, _ in kept]
-            audit.confirmations = [v for _, _, v in kept]
-            results = {**results, **failed_confirmations}
-        if unresolved is not None and not audit.confirmed:
-            # The check never gave a fully valid answer and no flag it raised was confirmed: an unknown
-            # outcome, never a pass.
-            raise unresolved
+        results = {**results, **await self._settle(audit, base, ctx, check)}
         failed = {step: r for step, r in results.items() if isinstance(r, BaseException)}
         if failed and not audit.confirmed:
             raise next(iter(failed.values()))
@@ -311,6 +354,102 @@ class LLMAuditor:
         audit.trajectory = _value(results.get("trajectory_update"))
         audit.commitments = _value(results.get("commitment_check"))
         return audit
+
+    async def judge_conflicts(self, ctx: TurnContext) -> TurnAudit:
+        """Only the conflict verdict of a turn: the check and its confirmations (with votes), as ``audit`` does
+        them, without the other steps (``ncp stability`` re-judges recorded turns this way). Fails closed the
+        same way: AuditorError when no valid verdict stands."""
+        audit = TurnAudit(turn=ctx.turn)
+        try:
+            base = self._variables(ctx)
+            await self._settle(audit, base, ctx, await self._check_conflicts(audit, base))
+            return audit
+        except Exception as exc:
+            exc.audit = audit  # type: ignore[attr-defined]
+            raise
+
+    async def _settle(self, audit: TurnAudit, base: dict[str, Any], ctx: TurnContext,
+                      check: tuple[list[tuple[Conflict, str]], AuditorError | None]) -> dict[str, BaseException]:
+        """Confirm the check's flags into ``audit``; the confirmations that gave no answer, by name.
+
+        Raises when nothing can stand: a failed confirmation and no confirmed flag, or a check that never gave
+        a fully valid answer and no confirmed flag (an unknown outcome, never a pass)."""
+        flags, unresolved = check
+        audit.flagged, audit.flag_status = [f for f, _ in flags], [status for _, status in flags]
+        failed: dict[str, BaseException] = {}
+        if flags:
+            confirmations = await self._confirm(audit, base, ctx, flags)
+            answered = [(c, status, confirmations[i]) for i, (c, status) in enumerate(flags)]
+            failed = {f"conflict_confirmation[{i}]": v for i, (_, _, v) in enumerate(answered)
+                      if isinstance(v, BaseException)}
+            kept = [(i, c, status, v) for i, (c, status, v) in enumerate(answered) if not isinstance(v, BaseException)]
+            if failed and not any(v.confirmed for _, _, _, v in kept):
+                raise next(iter(failed.values()))
+            audit.flagged = [c for _, c, _, _ in kept]
+            audit.flag_status = [status for _, _, status, _ in kept]
+            audit.confirmations = [v for _, _, _, v in kept]
+            audit.votes = [audit.votes[i] for i, _, _, _ in kept] if audit.votes else []
+        if unresolved is not None and not audit.confirmed:
+            raise unresolved
+        return failed
+
+    async def _confirm(self, audit: TurnAudit, base: dict[str, Any], ctx: TurnContext,
+                       flags: list[tuple[Conflict, str]]) -> list[Any]:
+        """Per flag, the confirmation that decides it (or the exception that left it undecided).
+
+        One vote: the one call, at the auditor's temperature, as always. K votes: K calls per flag at
+        ``vote_temperature``, all at once; the flag stands when a strict majority confirms, and is rejected
+        when a majority can no longer confirm (invalid samples counted as either); otherwise the first
+        sample's error stands for it. Each flag's tally goes to ``audit.votes``."""
+        votes = max(1, int(self.votes))
+        temperature = self.temperature if votes == 1 else self.vote_temperature
+        jobs = {
+            f"{i}.{k}": self._ask("conflict_confirmation", audit, temperature=temperature, **{
+                **base, "conflict": c, "unverified": status != "verified", "withdrawn": status == "withdrawn",
+                # The turn's blocks keep the turn's code (the prompt shares its prefix with the other steps');
+                # the flag's own blocks get a code of everything this call shows.
+                "flag_nonce": call_nonce(ctx.previous_response, ctx.player_input, ctx.response, c.quote,
+                                         c.explanation)})
+            for i, (c, status) in enumerate(flags) for k in range(votes)
+        }
+        answers = await _gather(jobs)
+        if votes == 1:
+            return [answers[f"{i}.0"] for i in range(len(flags))]
+        decided: list[Any] = []
+        audit.votes = []
+        for i in range(len(flags)):
+            samples = [answers[f"{i}.{k}"] for k in range(votes)]
+            valid = [a for a in samples if not isinstance(a, BaseException)]
+            yes = [a for a in valid if a.confirmed]
+            no = [a for a in valid if not a.confirmed]
+            invalid = votes - len(valid)
+            audit.votes.append({"yes": len(yes), "no": len(no), "invalid": invalid, "of": votes, "answers": [
+                {"error": f"{type(a).__name__}: {a}"} if isinstance(a, BaseException) else a.model_dump()
+                for a in samples]})
+            need = votes // 2 + 1
+            if len(yes) >= need:
+                decided.append(Confirmation(confirmed=True, explanation=yes[0].explanation))
+            elif len(yes) + invalid < need:
+                decided.append(Confirmation(confirmed=False, explanation=no[0].explanation))
+            else:
+                decided.append(next(a for a in samples if isinstance(a, BaseException)))
+        return decided
+
+    async def screen_input(self, ctx: ScreenContext) -> InputScreen:
+        """Is a simulated player's input fair: only the player character's own acts and words? One call
+        (retried when invalid, like every step); no valid answer is an AuditorError."""
+        nonce = call_nonce(ctx.player_input, *(text for pair in ctx.history for text in pair))
+        collect = TurnAudit(turn=ctx.turn)
+        try:
+            return await self._ask("input_screen", collect, ctx=ctx, spec=ctx.spec, player=ctx.spec.player,
+                                   turn=ctx.turn, history=list(ctx.history), player_input=ctx.player_input,
+                                   nonce=nonce)
+        except AuditorError as exc:
+            exc.audit = collect
+            raise
+        finally:
+            ctx.calls.extend(collect.calls)
+            ctx.rejected_answers.extend(collect.rejected_answers)
 
     def _variables(self, ctx: TurnContext) -> dict[str, Any]:
         commitments = [self._commitment_view(c, ctx) for c in ctx.spec.all_commitments]
@@ -405,7 +544,7 @@ class LLMAuditor:
             raise unresolved
         return flags, unresolved
 
-    async def _ask(self, step: str, audit: TurnAudit, **variables: Any) -> Any:
+    async def _ask(self, step: str, audit: TurnAudit, *, temperature: float | None = None, **variables: Any) -> Any:
         ctx: TurnContext = variables["ctx"]
 
         def parse(completion: Completion) -> tuple[Any | None, list[str]]:
@@ -424,8 +563,9 @@ class LLMAuditor:
 
         try:
             return await ask_json(self.client, "auditor", self.model, render(step, **variables), parse=parse,
-                                  attempts=self.max_attempts, retry=_RETRY, step=step,
-                                  response_format=response_format(step), temperature=self.temperature,
+                                  attempts=self.max_attempts, retry=_SCREEN_RETRY if step == "input_screen" else _RETRY,
+                                  step=step, response_format=response_format(step),
+                                  temperature=self.temperature if temperature is None else temperature,
                                   on_answer=seen)
         except NoValidAnswer as exc:
             raise AuditorError(step, exc.problems, exc.answers) from None
@@ -434,6 +574,8 @@ class LLMAuditor:
 # Retry with the problem spelled out: most invalid answers are near misses.
 _RETRY = ask_again(". Answer again with JSON that follows the schema, using only ids listed above "
                    "and quotes copied exactly from the narrator's response.")
+_SCREEN_RETRY = ask_again(". Answer again with JSON that follows the schema, with quotes copied exactly from the "
+                          "player's input.")
 
 
 async def _gather(jobs: dict[str, Any]) -> dict[str, Any]:
@@ -496,6 +638,8 @@ def decode_answer(step: str, text: str) -> tuple[Any | None, list[str]]:
 
 
 def _verify(step: str, answer: Any, ctx: TurnContext) -> list[str]:
+    if isinstance(answer, InputScreen):  # judged against the player's input, not a narrator response
+        return _screen_problems(answer, str(getattr(ctx, "player_input", "") or ""))
     problems: list[str] = []
     active = {f.id for f in ctx.facts}
     commitments = {c.id for c in ctx.spec.all_commitments}  # the default world rules (W1, ...) too
@@ -527,6 +671,20 @@ def _verify(step: str, answer: Any, ctx: TurnContext) -> list[str]:
         # Progress (and so success) never rests on unchecked text.
         if answer.trigger_event_occurred or answer.key_delta_occurred:
             quote(answer.evidence, "evidence")
+    return problems
+
+
+def _screen_problems(answer: InputScreen, player_input: str) -> list[str]:
+    """A screen is consistent (unfair exactly when it names a problem) and quotes the input it judged."""
+    problems = []
+    if answer.fair and answer.problems:
+        problems.append('"fair" is true but "problems" is not empty: a fair input has no problem')
+    if not answer.fair and not answer.problems:
+        problems.append('"fair" is false but "problems" is empty: name each rule the input breaks, with a quote')
+    for i, p in enumerate(answer.problems):
+        problem = check_quote(p.quote, player_input)
+        if problem:
+            problems.append(f"problems[{i}]: " + problem.replace("the narrator's response", "the player's input"))
     return problems
 
 

@@ -12,16 +12,17 @@ import enum
 import json
 import os
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, Callable, Sequence, TypeVar
 
-from .auditor import Auditor, AuditorError, CommitmentState, TurnAudit, TurnContext
+from .auditor import Auditor, AuditorError, CommitmentState, ScreenContext, TurnAudit, TurnContext
 from ..core.config import DEFAULT_MAX_RESPONSE_CHARS, episode_key, episode_name
+from ..core.options import default
 from ..core.ledger import FactLedger
 from ..llm import Completion, CostCapReached, ModelClient, ModelError, Usage, current_episode, current_usage, scrub
 from .narrators import Narrator, NarratorContext, accepts_argument, call_maybe_async
-from .players import Player, PlayerView
+from .players import Player, PlayerView, ScriptedPlayer
 from ..core.quotes import words
 from ..core.reading import read
 from ..core.safe_text import one_line
@@ -49,6 +50,12 @@ class Termination(str, enum.Enum):
     # A sequential gate decided and --sequential-cancel ended the episode at its next turn: right-censored at its
     # last turn (never a failure, never an unknown outcome; DESIGN 7.5's owner "budget").
     CANCELLED = "cancelled"
+    # A confirmed conflict provoked by a simulated player's input the screen found unfair (still unfair after
+    # its regenerations): the player simulator's fault, an unknown outcome, never a narrator failure.
+    PLAYER_FAULT = "player_fault"
+    # A conflict that stood on a majority of --audit-votes samples short of unanimity: the auditor's doubt, an
+    # unknown outcome (analysis/owners.py).
+    CONTESTED = "contested"
 
     @property
     def is_conflict(self) -> bool:
@@ -72,12 +79,20 @@ class Failure:
     # False when the flag's quote never occurred in the response (or the auditor withdrew the flag) and the
     # confirmation, told so, still confirmed it from the response read in full.
     quote_verified: bool = True
+    # With --audit-votes K > 1: {"yes": confirming samples, "of": K}; None with one vote.
+    agreement: dict[str, int] | None = None
+
+    @property
+    def agreement_text(self) -> str | None:
+        """``2/3``; None with one vote."""
+        return None if self.agreement is None else f"{self.agreement['yes']}/{self.agreement['of']}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"turn": self.turn, "type": self.type, "fact_ids": self.fact_ids,
                 "commitment_ids": self.commitment_ids, "quote": self.quote,
                 "explanation": self.explanation, "confirmation": self.confirmation,
-                "quote_verified": self.quote_verified}
+                "quote_verified": self.quote_verified,
+                **({"agreement": dict(self.agreement)} if self.agreement is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -123,6 +138,11 @@ class EpisodeResult:
     # A forked episode: {"trace", "turn", "sample"} of its origin (``ncp fork``); None for a normal one.
     fork: dict[str, Any] | None = None
     cut_by: str | None = None  # termination budget: the option that cut it ("max-cost")
+    # Termination PLAYER_FAULT: {"turn", "input", "problems", "attempts"} of the unfair input that provoked it.
+    player_fault: dict[str, Any] | None = None
+    # Simulated players' inputs, screened (issue 23): {"inputs", "unfair", "regenerated", "played_unfair",
+    # "calls"}; empty when nothing was screened (scripted players).
+    screening: dict[str, int] = field(default_factory=dict)
 
     @property
     def spec_id(self) -> str:
@@ -153,7 +173,26 @@ class EpisodeResult:
 
     @property
     def survived(self) -> bool:
-        return not self.termination.is_conflict and self.termination not in (Termination.ERROR, Termination.BUDGET)
+        return not self.termination.is_conflict and self.termination not in (
+            Termination.ERROR, Termination.PLAYER_FAULT, Termination.CONTESTED, Termination.BUDGET,
+            Termination.CANCELLED)
+
+    @property
+    def owner(self) -> str:
+        """Who owns the outcome (DESIGN 7.5; ``analysis.owners``): narrator, player, auditor, model, ..."""
+        from ..analysis.owners import owner
+
+        return owner({"termination": self.termination.value,
+                      "error": {"kind": self.error.kind} if self.error else None})
+
+    @property
+    def unknown(self) -> bool:
+        """An outcome that says nothing about the narrator (an auditor, model or player error, a player fault,
+        a contested conflict): censored, bounded by the error budget, a pytest error and never a failure."""
+        from ..analysis.metrics import is_unknown
+
+        return is_unknown({"termination": self.termination.value,
+                           "error": {"kind": self.error.kind} if self.error else None})
 
     @property
     def verdicts(self) -> list[dict[str, Any]]:
@@ -164,6 +203,7 @@ class EpisodeResult:
         whose quote was never verified, or that the auditor withdrew on a retry, is counted, never dropped."""
         counts = {"raised": 0, "confirmed": 0, "unverified": 0, "unverified_confirmed": 0, "withdrawn": 0,
                   "withdrawn_confirmed": 0}
+        split = split_confirmed = 0
         for audit in self.audits:
             for i, confirmation in enumerate(audit.confirmations):
                 status = audit.status_of(i)
@@ -172,6 +212,12 @@ class EpisodeResult:
                 if status != "verified":
                     counts[status] += 1
                     counts[f"{status}_confirmed"] += confirmation.confirmed
+                tally = audit.votes[i] if i < len(audit.votes) else None
+                if tally is not None and max(tally["yes"], tally["no"]) < tally["of"]:
+                    split += 1
+                    split_confirmed += confirmation.confirmed
+        if any(audit.votes for audit in self.audits):  # --audit-votes K > 1: verdicts short of unanimity
+            counts.update(split=split, split_confirmed=split_confirmed)
         return counts
 
     def ledger_diff(self) -> str:
@@ -198,6 +244,8 @@ class EpisodeResult:
             "flags": self.flag_counts(),
             **({"fork": dict(self.fork)} if self.fork else {}),
             **({"cut_by": self.cut_by} if self.cut_by else {}),
+            **({"player_fault": dict(self.player_fault)} if self.player_fault else {}),
+            **({"screening": dict(self.screening)} if self.screening else {}),
         }
 
 
@@ -214,7 +262,8 @@ class EpisodeResult:
         result = cls(spec=spec, repeat=int(end["repeat"]), termination=Termination(end["termination"]),
                      turns=int(end["turns"]), node_index=int(end.get("nodes_reached", 0)),
                      commitment_states=dict(end.get("commitments") or {}), ledger=ledger, trace=str(path),
-                     nodes=list(end.get("nodes") or []), fork=end.get("fork"), cut_by=end.get("cut_by"))
+                     nodes=list(end.get("nodes") or []), fork=end.get("fork"), cut_by=end.get("cut_by"),
+                     player_fault=end.get("player_fault"), screening=dict(end.get("screening") or {}))
         for r in trace.of("turn"):
             v = r["verdicts"]
             result.transcript.append(Turn(r["turn"], r.get("player_input"), r["response"]))
@@ -223,6 +272,7 @@ class EpisodeResult:
                 flagged=[Conflict.model_validate(c) for c in v["conflict_check"]["conflicts"]],
                 flag_status=list(v.get("flag_status") or []),
                 confirmations=[Confirmation.model_validate(c) for c in v["conflict_confirmation"]],
+                votes=[dict(t) for t in v.get("conflict_votes") or []],
                 fact_update=FactUpdate.model_validate(v["fact_update"]) if v.get("fact_update") else None,
                 trajectory=TrajectoryUpdate.model_validate(v["trajectory_update"]) if v.get("trajectory_update") else None,
                 commitments=CommitmentCheck.model_validate(v["commitment_check"]) if v.get("commitment_check") else None,
@@ -317,10 +367,19 @@ class Episode:
     # player input after the recorded history; ``fork_origin`` ({"trace", "turn", "sample"}) marks the result.
     start: Any = None
     fork_origin: dict[str, Any] | None = None
+    # Screening of simulated players' inputs (issue 23): None screens every player but a scripted (or replayed)
+    # one, when the auditor can (``screen_input``); an unfair input is regenerated up to ``player_retries``
+    # times with the problem told to the player, then played, and a conflict it provokes is a player fault.
+    screen: bool | None = None
+    player_retries: int = default("player-retries")
+    # Screen records of replayed inputs, by turn (``ncp reaudit`` of a simulated player's run): a turn its
+    # source played unfair stays unfair, so a conflict there is still the player's fault.
+    recorded_screens: dict[int, dict[str, Any]] = field(default_factory=dict)
     # The turn being audited or played (number, player input, narrator response): what an errored
     # turn's trace shows; and where the current turn's share of the truncated calls starts.
     _playing: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
     _truncated_mark: int = field(default=0, init=False, repr=False)
+    _screens: dict[int, dict[str, Any]] = field(default_factory=dict, init=False, repr=False)  # by turn
 
     async def run(self) -> EpisodeResult:
         usage = Usage()
@@ -338,6 +397,7 @@ class Episode:
         )
         if self.start is not None:
             self.start.apply(result)
+        self._screens = {int(t): dict(v) for t, v in self.recorded_screens.items()}
         try:
             if trace:
                 trace.write("start", spec_id=self.spec.id, spec_path=self.spec.path, repeat=self.repeat,
@@ -447,8 +507,19 @@ class Episode:
             if said is None:
                 return None
             player_input = str(said)
+            if self._screening():
+                # A narrator that may be called ahead answers while its input is screened (pipelined runs):
+                # the screen then costs no latency when the input is fair, and an unfair one's answer is dropped.
+                alongside = narrate and self.pipeline and bool(getattr(self.narrator, "speculation_safe", False))
+                player_input, narration = await self._screened(
+                    view, player_input, (lambda said: self._narrate(turn, history, said)) if alongside else None)
+                if narration is not None:
+                    return player_input, await narration
         if not narrate:
             return player_input, ""
+        return player_input, await self._narrate(turn, history, player_input)
+
+    async def _narrate(self, turn: int, history: Sequence[tuple[str, str]], player_input: str) -> str:
         try:
             response = await self._guard("narrator", call_maybe_async, self.narrator.respond,
                                          player_input, self._context(turn, list(history)))
@@ -456,7 +527,54 @@ class Episode:
         except _EpisodeError as exc:
             exc.player_input = player_input  # the evidence of the errored turn, also when played ahead
             raise
-        return player_input, response
+        return str(response)
+
+    def _screening(self) -> bool:
+        """Whether this episode screens its player's inputs: a simulated (not scripted) player, an auditor
+        that can; ``screen`` overrides."""
+        if self.screen is not None:
+            return self.screen and callable(getattr(self.auditor, "screen_input", None))
+        return not isinstance(self.player, ScriptedPlayer) and callable(getattr(self.auditor, "screen_input", None))
+
+    async def _screened(self, view: PlayerView, said: str, narrate: Callable[[str], Any] | None = None
+                        ) -> tuple[str, asyncio.Future[str] | None]:
+        """The input to play at ``view.turn``: ``said`` once the screen finds it fair, else the player asked
+        again (told why) up to ``player_retries`` times; the last attempt is played even when still unfair,
+        and the turn's screen record (``_screens``) says so (``_apply`` then blames the player for a conflict).
+
+        With ``narrate``, each attempt is narrated while it is screened; the narration of the input played is
+        returned (a task), the others are cancelled (a narrator error there never happened to the episode)."""
+        screen = getattr(self.auditor, "screen_input")
+        history = tuple(view.history)[-SCREEN_WINDOW:]
+        attempts: list[dict[str, Any]] = []
+        calls = 0
+        while True:
+            ctx = ScreenContext(spec=self.spec, turn=view.turn, player_input=said, history=history)
+            narration = asyncio.ensure_future(narrate(said)) if narrate is not None else None
+            try:
+                verdict = await self._guard("auditor", screen, ctx)
+            except BaseException as exc:
+                await _cancelled(narration)
+                if isinstance(exc, _EpisodeError):
+                    exc.player_input = said
+                raise
+            finally:
+                calls += len(ctx.calls)
+            attempts.append({"input": said, **verdict.model_dump()})
+            if verdict.fair or len(attempts) > self.player_retries:
+                break
+            view = replace(view, rejected=(*view.rejected, (said, _why_unfair(verdict))))
+            try:
+                again = await self._guard("player", call_maybe_async, self.player.next_input, view)
+            except BaseException:
+                await _cancelled(narration)
+                raise
+            if again is None:  # nothing else to say: the unfair input is what the player plays
+                break
+            await _cancelled(narration)
+            said = str(again)
+        self._screens[view.turn] = {"fair": bool(verdict.fair), "attempts": attempts, "calls": calls}
+        return said, narration
 
     def _speculate(self, turn: int, history: Sequence[tuple[str, str]]) -> _Ahead | None:
         """Start playing ``turn`` ahead of the audit of the turn before, where that is safe."""
@@ -505,8 +623,11 @@ class Episode:
         audit = await self._guard("auditor", self.auditor.audit, ctx)
         result.transcript.append(Turn(turn, player_input, response))
         result.audits.append(audit)
+        screen = self._screens.pop(turn, None)
+        if screen is not None:
+            _count_screen(result.screening, screen)
         before = (dict(result.commitment_states), result.node_index, len(result.nodes), result.trigger_turn)
-        end = self._apply(result, audit, turn)
+        end = self._apply(result, audit, turn, screen)
         if end is Termination.SUCCESS and not await self._success_confirmed(ctx, audit, result, before[0]):
             # The confirmation found the story not done: what this turn satisfied or reached is undone (its
             # facts stay: they were verified), and the episode goes on.
@@ -524,6 +645,7 @@ class Episode:
                 auditor_calls=[_call_record(c) for c in audit.calls],
                 rejected_answers=list(getattr(audit, "rejected_answers", [])),
                 truncated_calls=result.usage.truncated[self._truncated_mark:],
+                **({"screen": screen} if screen is not None else {}),
                 **_reading_flags(player_input, response),
             )
         self._truncated_mark = len(result.usage.truncated)
@@ -531,23 +653,38 @@ class Episode:
             self.on_turn()
         return end
 
-    def _apply(self, result: EpisodeResult, audit: TurnAudit, turn: int) -> Termination | None:
-        """DESIGN section 3, steps 2-4 and termination, from one turn's validated verdicts."""
+    def _apply(self, result: EpisodeResult, audit: TurnAudit, turn: int,
+               screen: dict[str, Any] | None = None) -> Termination | None:
+        """DESIGN section 3, steps 2-4 and termination, from one turn's validated verdicts.
+
+        A confirmed conflict ends the episode. It is the narrator's (``conflict:*``) unless the turn's input
+        was played unfair (``player_fault``) or every confirmed conflict stood short of unanimity under votes
+        (``contested``); only the narrator's marks commitments VIOLATED."""
         if turn >= 1:
             result.turns = turn
         confirmed = audit.confirmed
         if confirmed:
-            first = next((c for c in confirmed if c.status == "verified"), confirmed[0])  # cite a verified quote
-            for c in confirmed:
-                for cid in c.conflict.commitment_ids if c.conflict.type == "commitment" else ():
-                    result.commitment_states[cid] = "VIOLATED"
+            # Cite a unanimous conflict before a split one, a verified quote before an unverified one.
+            first = min(confirmed, key=lambda c: (not c.unanimous, c.status != "verified"))
+            unfair = screen is not None and not screen["fair"]
+            ending = (Termination.PLAYER_FAULT if unfair else Termination(f"conflict:{first.conflict.type}")
+                      if first.unanimous else Termination.CONTESTED)
+            if ending.is_conflict:
+                for c in confirmed:
+                    for cid in c.conflict.commitment_ids if c.conflict.type == "commitment" else ():
+                        result.commitment_states[cid] = "VIOLATED"
             result.failure = Failure(
                 turn=turn, type=first.conflict.type, fact_ids=list(first.conflict.fact_ids),
                 commitment_ids=list(first.conflict.commitment_ids), quote=first.conflict.quote,
                 explanation=first.conflict.explanation, confirmation=first.confirmation.explanation,
                 quote_verified=first.status == "verified",
+                agreement={"yes": first.votes["yes"], "of": first.votes["of"]} if first.votes else None,
             )
-            return Termination(f"conflict:{first.conflict.type}")
+            if unfair and screen is not None:
+                last = screen["attempts"][-1]
+                result.player_fault = {"turn": turn, "input": last["input"], "problems": list(last["problems"]),
+                                       "attempts": len(screen["attempts"])}
+            return ending
         # No confirmed conflict: the turn's fact update is committed.
         if audit.fact_update:
             for n in audit.fact_update.negated:
@@ -670,6 +807,36 @@ class Episode:
                 raise _EpisodeError(ErrorInfo("model", scrub(str(model_error)), None), audit) from exc
             tb = scrub(format_traceback(exc))
             raise _EpisodeError(ErrorInfo(kind, scrub(f"{type(exc).__name__}: {exc}"), tb), audit) from exc
+
+
+async def _cancelled(task: asyncio.Future[Any] | None) -> None:
+    """Cancel a narration nobody will read, and let it finish (whatever it raised is dropped with it)."""
+    if task is not None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+# The exchanges the screen reads before an input: as many as the simulated player itself sees
+# (SimulatedPlayer.window), so nothing the player was shown looks unknowable to the screen.
+SCREEN_WINDOW = 20
+
+
+def _why_unfair(verdict: Any) -> str:
+    """What the player is told about an unfair input: each broken rule with the words that break it."""
+    rules = {"world_event": "it says what happens in the world or what comes of your attempt",
+             "other_character": "it says what another character does, says or decides",
+             "unknowable": "it uses something your character cannot know yet"}
+    parts = [f"{rules.get(p.rule, p.rule)} (\"{p.quote}\": {p.explanation})" for p in verdict.problems]
+    return "; ".join(parts) or str(verdict.explanation)
+
+
+def _count_screen(counts: dict[str, int], screen: dict[str, Any]) -> None:
+    """Add one turn's screening to the episode's counts (``EpisodeResult.screening``)."""
+    attempts = screen["attempts"]
+    for key, n in (("inputs", 1), ("unfair", sum(not a["fair"] for a in attempts)),
+                   ("regenerated", len(attempts) - 1), ("played_unfair", int(not screen["fair"])),
+                   ("calls", int(screen["calls"]))):
+        counts[key] = counts.get(key, 0) + n
 
 
 def _model_error_in(exc: BaseException) -> ModelError | None:

@@ -26,6 +26,8 @@ class PlayerView:
     player: PlayerCharacter
     turn: int                                   # the turn this input is for (1-based)
     history: Sequence[tuple[str, str]]          # earlier (player input, narration); turn 0 input is ""
+    # This turn's earlier inputs the screen found unfair, each with why (issue 23): the player is asked again.
+    rejected: Sequence[tuple[str, str]] = ()
 
 
 @runtime_checkable
@@ -86,6 +88,9 @@ class SimulatedPlayer:
             messages.append({"role": "user", "content": data_block(narration, "narration", nonce)})
         if len(messages) == 1:
             messages.append({"role": "user", "content": "The story begins. What do you do?"})
+        for attempt, why in view.rejected:  # the screen found these unfair: say why, and ask again
+            messages.append({"role": "assistant", "content": attempt})
+            messages.append({"role": "user", "content": render("player_retry", why=why)[0]["content"]})
         completion = await self.client.complete("player", self.model, messages, temperature=self.temperature)
         said = completion.text.strip()
         if not said:

@@ -14,12 +14,16 @@ to judge: the episode ends as a *player* error there (an unknown outcome, censor
 never as ``script_exhausted`` or any other "survived" ending. The same holds for a source episode
 that ended in an *error* (or was interrupted). Only a source whose scripted player ran out of inputs
 ends its re-audit as ``script_exhausted``.
+
+A simulated player's inputs are replayed as they were played, with the source's screen records: a turn the
+source played with an unfair input stays unfair, so a conflict the new auditor confirms there is still a
+player fault, never the narrator's. The source's ``--audit-votes`` are kept.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -47,6 +51,7 @@ class RecordedEpisode:
     opening: str | None
     exchanges: tuple[tuple[str, str], ...]  # (player input, narrator response) for turns 1..n
     termination: str | None                 # of the source episode; None when its trace has no end
+    screens: dict[int, dict[str, Any]] = field(default_factory=dict)  # a simulated player's screened inputs
 
     @property
     def cut_short(self) -> bool:
@@ -60,6 +65,7 @@ def read_recorded(path: str | Path) -> RecordedEpisode:
     start: dict[str, Any] | None = None
     opening: str | None = None
     exchanges: list[tuple[str, str]] = []
+    screens: dict[int, dict[str, Any]] = {}
     termination: str | None = None
     for event in read_trace(path, strict=True).events:
         kind = event["event"]
@@ -71,6 +77,8 @@ def read_recorded(path: str | Path) -> RecordedEpisode:
                 opening = str(event.get("response") or "")
             elif turn == len(exchanges) + 1:
                 exchanges.append((str(event.get("player_input") or ""), str(event.get("response") or "")))
+                if isinstance(event.get("screen"), dict):
+                    screens[turn] = event["screen"]
             else:
                 raise RunFileError(f"{path}: turn {turn} follows turn {len(exchanges)}; the trace is out of "
                                    "order or was edited")
@@ -84,7 +92,7 @@ def read_recorded(path: str | Path) -> RecordedEpisode:
         trace=path, spec_id=str(start["spec_id"]), spec_path=start.get("spec_path"),
         repeat=int(start.get("repeat", 0)), max_turns=int(start.get("max_turns") or 100),
         config=dict(start.get("config") or {}), opening=opening, exchanges=tuple(exchanges),
-        termination=termination,
+        termination=termination, screens=screens,
     )
 
 
@@ -228,6 +236,7 @@ def reaudit_config(recorded: Sequence[RecordedEpisode], source_config: dict[str,
         max_turns=max((r.max_turns for r in recorded), default=int(src.get("max_turns") or 100)),
         repeats=max((r.repeat + 1 for r in recorded), default=1),
         concurrency=concurrency, timeout=timeout, survival_turn=int(src.get("survival_turn") or 20),
+        audit_votes=int(src.get("audit_votes") or 1), player_retries=int(src.get("player_retries", default("player-retries"))),
         reaudit_of=str(source),
     )
 
@@ -246,7 +255,7 @@ async def reaudit(recorded: Sequence[RecordedEpisode], specs: dict[str, Narrativ
     # The Runner keeps results.json current as episodes end; the episodes themselves are built here
     # because each needs its own recorded narrator and player.
     runner = Runner(config, out_dir=Path(out_dir), narrator_factory=_built_per_trace,
-                    auditor=LLMAuditor(client, config.auditor_model),
+                    auditor=LLMAuditor(client, config.auditor_model, votes=config.audit_votes),
                     player_factory=lambda spec: ScriptedPlayer([]), client=client, on_episode=on_episode)
     bound = asyncio.Semaphore(config.concurrency)
     config_dict = config.to_dict()
@@ -260,7 +269,7 @@ async def reaudit(recorded: Sequence[RecordedEpisode], specs: dict[str, Narrativ
                 auditor=runner.auditor, max_turns=r.max_turns, repeat=r.repeat, client=client,
                 narrator_model=config.narrator_model,
                 trace_path=runner.out_dir / "traces" / f"{episode_key(r.spec_id, r.repeat)}.jsonl",
-                config=config_dict,
+                config=config_dict, recorded_screens=r.screens,
             )
             result = await episode.run()
             runner.record(result)

@@ -114,7 +114,7 @@ class Runner:
                 raise ValueError("no narrator: give module:Attr (e.g. my_agent:Narrator)")
             self.narrator_factory = load_narrator(self.config.narrator)
         if self.auditor is None:
-            self.auditor = LLMAuditor(self.client, self.config.auditor_model)
+            self.auditor = LLMAuditor(self.client, self.config.auditor_model, votes=self.config.audit_votes)
         if self.player_factory is None:
             self.player_factory = lambda spec: make_player(
                 self.config.player, spec, client=self.client, model=self.config.player_model)
@@ -131,7 +131,7 @@ class Runner:
             max_turns=self.config.max_turns, max_response_chars=self.config.max_response_chars, repeat=repeat,
             client=self.client, on_turn=self._turn_done,
             narrator_model=self.config.narrator_model, trace_path=trace, config=self.config.to_dict(),
-            pipeline=self.config.pipeline, stop=self._cancelled,
+            pipeline=self.config.pipeline, stop=self._cancelled, player_retries=self.config.player_retries,
         )
 
     def _cancelled(self) -> bool:

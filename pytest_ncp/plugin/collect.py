@@ -3,8 +3,8 @@
 Every test of a spec reads the same episode, which runs once per session (``NcpSession``). Outcomes:
 a confirmed conflict, or a narrator error (it raised, timed out or answered nothing: the narrator's
 fault), fails the episode test; a violated commitment, or an achievement not satisfied by the end,
-fails that commitment's test; auditor, model and player errors (unknown outcomes) raise in ``setup``
-and so are pytest *errors*, never failures; with ``--ncp-max-error-rate`` above 0 they are skipped
+fails that commitment's test; auditor, model and player errors, player faults and contested conflicts
+(unknown outcomes, ``analysis/owners.py``) raise in ``setup`` and so are pytest *errors*, never failures; with ``--ncp-max-error-rate`` above 0 they are skipped
 instead and the session checks the budget at the end. Under a survival gate, failures are xfailed.
 """
 
@@ -31,7 +31,7 @@ class NarrativeFailure(AssertionError):
 
 
 class EpisodeError(pytest.fail.Exception):  # type: ignore[name-defined]
-    """The episode could not be judged (auditor, model or narrator error).
+    """The episode could not be judged (an auditor, model or player error, a player fault, a contested conflict).
 
     Raised in ``setup``, so pytest reports an error, not a failure. It is pytest's own ``Failed``
     outcome without a Python traceback: pytest formats setup errors itself (item.repr_failure is only
@@ -188,12 +188,15 @@ class _SpecItem(_NcpItem):
         if result.cut_by is not None:  # the budget's outcome: neither a pass nor the narrator's failure
             pytest.skip(f"{self.spec.id}: cut short at turn {result.turns} by the cost cap "
                         f"(--ncp-{result.cut_by}): not judged")
-        if result.error and result.error.kind != "narrator":
-            from ..report.text import headline
+        if result.termination.value == "cancelled":  # the budget's too: the sequential gate had decided
+            pytest.skip(f"{self.spec.id}: cancelled at turn {result.turns} after the sequential gate decided "
+                        "(--ncp-sequential-cancel): not judged")
+        if result.unknown:  # an auditor, model or player error, a player fault, a contested conflict
+            from ..report.text import failure_text, headline
 
             if self.ncp.settings.max_error_rate > 0:
                 pytest.skip(f"unknown outcome, counted against the error budget: {headline(result)}")
-            raise EpisodeError(self._error_text())
+            raise EpisodeError(self._error_text() if result.error else failure_text(result))
 
     def _error_text(self) -> str:
         """Headline, the error, the trace path; the traceback only with -vv (it is in the trace)."""
@@ -225,6 +228,7 @@ class EpisodeItem(_SpecItem):
         for key in ("spec_id", "repeat", "turns", "termination", "progress", "satisfied", "tokens", "cost_usd", "trace"):
             self.user_properties.append((PROPERTY_PREFIX + key, data[key]))
         self.user_properties.append((PROPERTY_PREFIX + "survived", result.survived))
+        self.user_properties.append((PROPERTY_PREFIX + "owner", result.owner))  # who owns the outcome (DESIGN 7.5)
         # The whole episode record, so the controller can merge results.json and the gate under xdist.
         self.ncp.attach(episode_key(result.spec.id, result.repeat))
         self.user_properties.append((PROPERTY_PREFIX + "episode", json.dumps(data, ensure_ascii=False)))

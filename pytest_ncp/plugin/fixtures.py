@@ -72,10 +72,10 @@ def ncp_narrator(ncp_settings: options.Settings) -> Callable[[], Any]:
 
 @pytest.fixture
 def ncp_auditor(ncp_client: Any, ncp_settings: options.Settings) -> Any:
-    """The fixed LLM auditor with ``--ncp-auditor-model``."""
+    """The fixed LLM auditor with ``--ncp-auditor-model`` (and ``--ncp-audit-votes``)."""
     from ..engine.auditor import LLMAuditor
 
-    return LLMAuditor(ncp_client, ncp_settings.run.auditor_model)
+    return LLMAuditor(ncp_client, ncp_settings.run.auditor_model, votes=ncp_settings.run.audit_votes)
 
 
 @pytest.fixture
@@ -135,6 +135,7 @@ def run_episode(request: pytest.FixtureRequest, ncp_settings: options.Settings, 
             max_turns=int(max_turns or marked.get("max_turns") or ncp_settings.run.max_turns), repeat=repeat,
             client=ncp_client, narrator_model=marked.get("narrator_model", ncp_settings.run.narrator_model),
             trace_path=tmp_path / f"{spec.id}--r{repeat}--{next(calls)}.jsonl", pipeline=ncp_settings.run.pipeline,
+            player_retries=ncp_settings.run.player_retries,
         )
         return asyncio.run(episode.run())
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..analysis.metrics import CONFLICT_KINDS, survival_table
+from ..analysis.owners import OWNER_LABELS, outcome
 from ..core.quotes import find_quote  # the project's one quote matcher (re-exported for callers of this module)
 from ..core.traces import Trace, episode_trace
 from .runs import RunData, iter_labels, load_runs, spec_outline
@@ -25,7 +26,7 @@ from .tables import KIND_LABELS, run_rows, sections
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies, and in greyscale print.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#999933")
 STATES = ("PENDING", "SATISFIED", "VIOLATED")
-FAILURE_KEYS = ("turn", "type", "fact_ids", "commitment_ids", "quote", "explanation", "confirmation")
+FAILURE_KEYS = ("turn", "type", "fact_ids", "commitment_ids", "quote", "explanation", "confirmation", "agreement")
 ERROR_KEYS = ("kind", "message", "traceback")
 REVIEW_KEYS = ("spec_id", "repeat", "turn", "type", "label", "note", "reviewer", "date")
 LEDGER_KEYS = ("turn", "op", "fact_id", "text", "quote")
@@ -214,7 +215,22 @@ def _run_view(index: int, run: RunData) -> dict[str, Any]:
         "canaries": _canaries(run.results.canaries.model_dump(mode="json") if run.results.canaries else None),
         "incomplete": run.results.incompleteness(),
         "episodes": [_episode_view(run, f"r{index}-e{j}", e) for j, e in enumerate(run.episodes)],
+        "blame": _blame_view(index, run),
     }
+
+
+def _blame_view(index: int, run: RunData) -> list[dict[str, Any]]:
+    """The run's blame table (``report.blame.rows``), each episode a link to its view below."""
+    from ..core.config import episode_key
+    from .blame import rows
+
+    anchors = {episode_key(str(e["spec_id"]), int(e.get("repeat", 0) or 0)): f"r{index}-e{j}"
+               for j, e in enumerate(run.episodes)}
+    blame = run.results.metrics.blame
+    table = rows(blame.model_dump(mode="json") if blame is not None else None, run.episodes)
+    for row in table:
+        row["links"] = [{"name": name, "anchor": anchors.get(key)} for name, key in zip(row["episodes"], row["keys"])]
+    return table
 
 
 def _canaries(summary: Any) -> dict[str, Any] | None:
@@ -241,9 +257,14 @@ def _episode_view(run: RunData, anchor: str, e: Mapping[str, Any]) -> dict[str, 
     for t in turns:
         t["advanced"] = t["node"] is not None and t["node"] > previous
         previous = t["node"] if t["node"] is not None else previous
+    owner, outcome_kind = outcome(e)
+    agreement = _map(failure.get("agreement")) if failure else {}
     return {
         "anchor": anchor, "spec_id": str(e["spec_id"]), "repeat": repeat, "title": outline["title"] if outline else None,
         "termination": str(e["termination"]), "kind": _kind(str(e["termination"])), "turns_done": e["turns"],
+        "owner": OWNER_LABELS.get(owner, owner), "outcome": outcome_kind,
+        "agreement": f"{agreement.get('yes')}/{agreement.get('of')}" if agreement else None,
+        "player_fault": _map(e.get("player_fault")) or None,
         "progress": e.get("progress"), "satisfied": e.get("satisfied"), "nodes_reached": _number(e.get("nodes_reached")),
         "nodes": nodes, "tokens": _number(e.get("tokens")), "cost_usd": _number(e.get("cost_usd")),
         "failure": failure, "failure_refs": _failure_refs(failure, trace, commitment_info),
@@ -292,6 +313,8 @@ def _pick(value: Any, keys: Sequence[str], lists: Sequence[str] = ()) -> dict[st
 def _kind(termination: str) -> str:
     if termination.startswith("conflict:"):
         return "conflict"
+    if termination in ("player_fault", "contested"):
+        return "error"  # an unknown outcome, shown like the other unknowns
     return termination if termination in ("success", "error", "budget") else "survived"
 
 
@@ -315,6 +338,7 @@ def _turn_view(ev: Mapping[str, Any], nodes: int | None, reviews: list[dict[str,
     response = str(ev.get("response") or "")
     flagged = [c for c in _list(_map(verdicts.get("conflict_check")).get("conflicts")) if isinstance(c, Mapping)]
     confirmations = _list(verdicts.get("conflict_confirmation"))
+    votes = _list(verdicts.get("conflict_votes"))
     confirmed_quotes = {(c.get("type"), c.get("quote")) for c in _list(ev.get("confirmed")) if isinstance(c, Mapping)}
     conflicts = []
     spans: list[tuple[str, str]] = []
@@ -328,6 +352,8 @@ def _turn_view(ev: Mapping[str, Any], nodes: int | None, reviews: list[dict[str,
             "ids": [str(x) for x in [*_list(c.get("fact_ids")), *_list(c.get("commitment_ids"))]],
             "quote": quote, "found": bool(find_quote(quote, response)), "explanation": c.get("explanation"),
             "confirmed": is_confirmed, "confirmation": conf.get("explanation") if conf else None,
+            "votes": (f"{_map(votes[i]).get('yes')}/{_map(votes[i]).get('of')}" if i < len(votes) and
+                      isinstance(votes[i], Mapping) else None),
             # ``reviews`` are this episode's already: keep the labels of this turn and conflict type.
             "reviews": [r for r in reviews if r["turn"] == ev.get("turn") and r["type"] == c.get("type")],
         })
@@ -337,8 +363,14 @@ def _turn_view(ev: Mapping[str, Any], nodes: int | None, reviews: list[dict[str,
     spans += [(str(c["quote"]), "fact") for c in ledger if c and c["quote"]]
     satisfied = _list(_map(verdicts.get("commitment_check")).get("satisfied"))
     node = ev.get("node_index")
+    screen = _map(ev.get("screen"))
     return {
         "turn": ev.get("turn"), "player_input": ev.get("player_input"), "response": response,
+        "screen": {"fair": bool(screen.get("fair")), "attempts": [
+            {"input": str(a.get("input") or ""), "fair": bool(a.get("fair")),
+             "problems": [_pick(x, ("rule", "quote", "explanation")) for x in _list(a.get("problems"))
+                          if isinstance(x, Mapping)]}
+            for a in _list(screen.get("attempts")) if isinstance(a, Mapping)]} if screen else None,
         "narration": highlight(response, spans), "conflicts": conflicts, "ledger": ledger,
         "node": node if isinstance(node, int) and not isinstance(node, bool) else None, "nodes": nodes,
         "trajectory": _pick(verdicts.get("trajectory_update"), TRAJECTORY_KEYS),

@@ -43,7 +43,11 @@ def session_lines(*, verdict: Verdict, metrics: Mapping[str, Any] | None, title:
 
     blocks: list[list[str]] = []
     if metrics is not None:
+        from .blame import blame_lines
+
         blocks.append(metrics_table(dict(metrics), title).splitlines())
+        if metrics.get("blame"):
+            blocks.append(blame_lines(metrics["blame"]))
     if failures:
         blocks.append(list(failures))
     blocks += verdict_blocks(verdict, "session")

@@ -43,6 +43,13 @@ def headline(result: EpisodeResult) -> str:
     if result.failure:
         f = result.failure
         ids = ", ".join(f.fact_ids + f.commitment_ids)
+        conflict = f"{_KIND.get(f.type, f.type)}{f' ({ids})' if ids else ''}"
+        if result.termination.value == "player_fault":
+            return printable(f"{name}: player fault at turn {f.turn}: an unfair simulated input provoked a {conflict} "
+                             f"(not the narrator's failure) {_where(result)}")
+        if result.termination.value == "contested":
+            return printable(f"{name}: split verdict at turn {f.turn}: a {conflict} stood on {f.agreement_text} "
+                             f"confirmation votes (the auditor's doubt, not the narrator's failure) {_where(result)}")
         return printable(f"{name}: {_KIND.get(f.type, f.type)} at turn {f.turn}{f' ({ids})' if ids else ''} "
                          f"{_where(result)}")
     if result.error:
@@ -90,8 +97,12 @@ def failure_text(result: EpisodeResult) -> str:
         "",
         _block("auditor finding", f.explanation),
         _block("quoted from the narration", f'"{f.quote}"'),
-        _block("confirmation", f.confirmation),
+        _block("confirmation" + (f" ({f.agreement_text} votes confirmed it)" if f.agreement else ""), f.confirmation),
     ]
+    if result.player_fault:
+        fault = result.player_fault
+        lines.append(_block(f"unfair player input (after {fault['attempts']} attempt(s))", "\n".join(
+            [fault["input"], *(f"{p['rule']}: \"{p['quote']}\" {p['explanation']}" for p in fault["problems"])])))
     facts = [result.ledger[i] for i in f.fact_ids if i in result.ledger]
     if facts:
         lines.append(_block("contradicted fact(s)", "\n".join(f"{x.id}: {x.text}" for x in facts)))
@@ -139,8 +150,10 @@ def transcript_text(result: EpisodeResult) -> str:
             out.append(_block(f"turn {t.turn} player", t.player_input))
         out.append(_block(f"turn {t.turn} narrator", t.response))
         notes = [f"flagged {c.type} ({', '.join(c.fact_ids + c.commitment_ids) or '-'}): "
-                 f"{'CONFIRMED' if v.confirmed else 'rejected'}: {c.explanation}"
-                 for c, v in zip(audit.flagged, audit.confirmations)]
+                 f"{'CONFIRMED' if v.confirmed else 'rejected'}"
+                 + (f" ({audit.votes[i]['yes']}/{audit.votes[i]['of']} votes)" if i < len(audit.votes) else "")
+                 + f": {c.explanation}"
+                 for i, (c, v) in enumerate(zip(audit.flagged, audit.confirmations))]
         node = reached.get(t.turn)
         if node is not None:
             since = f" (trigger at turn {node['trigger_turn']})" if node["trigger_turn"] != t.turn else ""

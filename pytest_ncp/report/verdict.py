@@ -22,7 +22,7 @@ def budget_line(b: BudgetVerdict, name: str = "run") -> str:
     verdict = "EXCEEDED" if b.exceeded else "ok"
     over = b.rate > b.max_rate + 1e-12
     line = (f"ncp error budget {verdict}: {b.unknown} of {b.episodes} episode(s) of the {name} could not "
-            f"be judged (auditor, model or player errors: {b.rate:.1%}) "
+            f"be judged (auditor, model or player errors, player faults, split verdicts: {b.rate:.1%}) "
             f"{'>' if over else '<='} allowed {b.max_rate:.1%} (--max-error-rate)")
     if b.vanished:
         specs = ", ".join(f"{spec} ({n} of {k})" for spec, n, k in b.vanished)

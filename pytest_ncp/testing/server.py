@@ -51,6 +51,7 @@ DEFAULT_REPLIES: dict[str, Any] = {
         "evidence": "No step completed.",
     },
     "commitment_check": {"satisfied": []},
+    "input_screen": {"fair": True, "problems": [], "explanation": "The player character's own act."},
     "narrator": NARRATION_DEFAULT,
     "player": PLAYER_DEFAULT,
 }

@@ -185,7 +185,7 @@ def test_ncp_run_on_a_narrator_that_always_raises_fails(ncp_model_server, tmp_pa
                  "--auditor-model", "openai/a", "--api-base", ncp_model_server.base_url, "--max-turns", "5"])
     out = capsys.readouterr()
     assert code == 1
-    assert ("1 episode(s), 1 narrator error(s) (failures), 0 unknown (auditor/model/player errors): "
+    assert ("1 episode(s), 1 narrator error(s) (failures), 0 unknown (auditor/model/player errors, player faults, split verdicts): "
             "survival@5 0.0% (95% CI 0.0%-97.5%)") in out.out
     assert "invariants held n/a" in out.out  # nothing was played, so nothing held
     # The verdict's lines (gate, budget, narrator errors) all go to stdout, as the pytest summary's do.

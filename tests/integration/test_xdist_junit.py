@@ -91,6 +91,7 @@ def test_junit_xml_carries_ncp_properties(project):
     props = {p.get("name"): p.get("value") for p in episode.iter("property")}
     assert props["ncp.termination"] == "conflict:fact" and props["ncp.turns"] == "2"
     assert props["ncp.survived"] == "False" and props["ncp.spec_id"] == "caligari"
+    assert props["ncp.owner"] == "narrator"
     assert {"ncp.progress", "ncp.tokens", "ncp.cost_usd", "ncp.trace"} <= set(props)
     failure = episode.find("failure")
     assert failure is not None and failure.get("message").startswith("caligari: fact conflict at turn 2 (F2)")

@@ -70,11 +70,12 @@ def test_run_config_fields_and_defaults_come_from_the_table():
 def test_the_resume_fingerprint_covers_every_setting_that_can_change_a_verdict():
     # Issue 19: --resume kept episodes after changes the old fingerprint (narrator, models, player, max_turns,
     # prompt version) did not see: the demo flag, the endpoint, max tokens, the output and system-prompt modes,
-    # the package version, the world rules. Only how a run is served and scheduled stays out.
+    # the package version, the world rules. Only how a run is served and scheduled stays out. Issue 23 added
+    # audit_votes and player_retries: both change verdicts.
     assert set(FINGERPRINT_FIELDS) == {"narrator", "narrator_model", "player", "player_model", "auditor_model",
                                        "api_base", "max_turns", "max_response_chars", "max_tokens",
                                        "structured_output", "system_prompt", "record_mode", "demo",
-                                       "prompt_version", "environment"}
+                                       "audit_votes", "player_retries", "prompt_version", "environment"}
     assert SCHEDULE_FIELDS == ("pipeline", "shard")
     assert not set(SCHEDULE_FIELDS) & set(RunConfig(shard="1/2", pipeline=False).to_dict())
     base = RunConfig(narrator="a:B", api_base="http://h:1/v1").to_dict()["fingerprint"]

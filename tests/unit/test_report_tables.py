@@ -219,7 +219,8 @@ def test_ncp_report_prints_one_row_per_results_file(tmp_path, capsys):
     assert main(["report", str(a), str(tmp_path / "b")]) == 0
     out = capsys.readouterr().out
     assert "Survival" in out and "[a]" in out and "[b]" in out
-    assert out.count("Narrator (openai/gpt-x)") == 3 * 2  # three tables, two runs
+    assert out.count("Narrator (openai/gpt-x)") == 3 * 2 + 2  # three tables and the blame table, two runs
+    assert out.count("who owns each outcome") == 2
 
 
 def test_ncp_report_markdown_and_json(tmp_path, capsys):

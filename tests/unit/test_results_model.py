@@ -199,8 +199,9 @@ def test_ncp_schema_results_prints_the_models_schema(capsys):
 
 def reference_markdown() -> str:
     """The field reference of docs/results.md, from the model: one table per record."""
-    order = [R.RunResults, R.RunConfigRecord, R.Models, R.EpisodeRecord, R.Failure, R.ErrorRecord, R.NodeReached,
-             R.FlagCounts, R.SpeculativeUsage, R.ForkOrigin, R.Metrics, R.SurvivalPoint, R.Canaries, R.CanaryCase, R.ShardRecord,
+    order = [R.RunResults, R.RunConfigRecord, R.Models, R.EpisodeRecord, R.Failure, R.Agreement, R.ErrorRecord,
+             R.PlayerFault, R.ScreenProblem, R.Screening, R.NodeReached, R.FlagCounts, R.SpeculativeUsage,
+             R.ForkOrigin, R.Metrics, R.SurvivalPoint, R.Blame, R.BlameRow, R.Canaries, R.CanaryCase, R.ShardRecord,
              R.MergeRecord, R.SequentialRecord, R.SequentialOutcome, R.SequentialGateRecord, R.PairedRecord,
              R.MergedSequentialRecord]
     assert set(order) == set(models()), "a new record: add it to the doc's order"

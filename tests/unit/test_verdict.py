@@ -64,7 +64,7 @@ def test_the_error_budget_counts_every_record_and_exit_6_wins():
     assert v.exit_code == EXIT_ERROR_BUDGET and v.outcome == "failed"  # the canaries failed as well
     out = text(v)
     assert "ncp error budget EXCEEDED: 1 of 5 episode(s) of the run could not be judged (auditor, model or " \
-           "player errors: 20.0%) > allowed 10.0%" in out
+           "player errors, player faults, split verdicts: 20.0%) > allowed 10.0%" in out
     assert "ncp survival gate FAILED: cannot decide: 1 of 5 episode(s) could not be judged" in out
     assert decide(records, max_error_rate=0.25).exit_code == EXIT_OK
     assert "ncp error budget ok: 1 of 5" in text(decide(records, max_error_rate=0.25))
