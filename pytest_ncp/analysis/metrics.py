@@ -295,7 +295,28 @@ def compute_metrics(episodes: Iterable[Episode], *, survival_turn: int = 20,
         "spent_usd": round(sum(float(e.get("cost_usd", 0) or 0) + float((e.get("speculative") or {}).get(
             "cost_usd", 0) or 0) for e in episodes), 8),
         "blame": blame_table(episodes),
+        "flags": flag_totals(episodes),
     }
+
+
+def flag_totals(episodes: Sequence[Episode]) -> dict[str, int]:
+    """What became of every flag the conflict check raised over the run: the episodes' ``flags`` summed.
+    A flag whose quote was never verified, or that the auditor withdrew on a retry, went to confirmation and
+    is counted here, never dropped (issue 19); ``split`` only when some episode voted (``--audit-votes``)."""
+    totals = {k: 0 for k in ("raised", "confirmed", "unverified", "unverified_confirmed", "withdrawn",
+                             "withdrawn_confirmed")}
+    voted = False
+    for e in episodes:
+        for key, value in (e.get("flags") or {}).items():
+            if value is None:
+                continue
+            voted = voted or key == "split"
+            totals[key] = totals.get(key, 0) + int(value)
+    if not voted:
+        for key in ("split", "split_confirmed"):
+            totals.pop(key, None)
+    return totals
+
 
 
 def cache_figures(episodes: Sequence[Episode]) -> dict[str, Any]:

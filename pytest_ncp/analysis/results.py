@@ -355,6 +355,9 @@ class Metrics(_Record):
                                                                     "played ahead and discarded included.")
     blame: Blame | None = Field(default=None, description="Who owns each episode's outcome (DESIGN 7.5); absent "
                                                           "in files written before it was recorded.")
+    flags: FlagCounts | None = Field(default=None, description="The episodes' `flags` summed: every flag the "
+                                                               "conflict check raised over the run and what became "
+                                                               "of the doubtful ones.")
 
 
 class CanaryCase(_Record):

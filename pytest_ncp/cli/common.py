@@ -137,6 +137,10 @@ def summary(m: dict, turn: int) -> str:
                    f"successes {m['successes']}, conflict-free {m['conflict_free']}, turn limit {m['turn_limit']}, "
                    f"script exhausted {m['script_exhausted']}")
     cut = f", {m['budget']} cut short by the cost cap (budget)" if m.get("budget") else ""
+    from ..report.text import flags_text
+
+    flags = flags_text(m.get("flags"))
+    figures += f", conflict-check flags {flags}" if flags else ""
     return (f"{m['episodes']} episode(s), {m['narrator_errors']} narrator error(s) (failures), {m['unknown']} "
             f"unknown (auditor/model/player errors, player faults, split verdicts){cut}: survival@{turn} "
             f"{m['survival_point']['text']}, {figures}, tokens {m['tokens']}{cached}, cost ${m['cost_usd']:.4f}")

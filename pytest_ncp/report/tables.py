@@ -92,6 +92,7 @@ def run_rows(results: RunResults | Mapping[str, Any], label: str, *,
         "cached_share": m.get("cached_share"),
         "cost_usd": m["cost_usd"],
         "blame": m["blame"],
+        "flags": m.get("flags"),
         "review": dispute_rates(reviews) if reviews else None,
         "complete": run.complete,
         "incomplete": run.incompleteness(),
@@ -203,6 +204,24 @@ def sections(rows: Sequence[Row]) -> list[Section]:
                 note="cached: share of the prompt tokens a provider's prompt cache served (priced at the cost map's "
                      "cached rate); n/a when the run recorded no prompt tokens."),
     ]
+    if any((r.get("flags") or {}).get("raised") for r in rows):
+        def flags(key: str) -> Callable[[Row], Cell]:
+            def cell(r: Row) -> Cell:
+                f = r.get("flags") or {}
+                if key not in f:
+                    return Cell("n/a")
+                confirmed = f.get(f"{key}_confirmed")
+                return Cell(str(f[key]) if confirmed is None else f"{f[key]} ({confirmed} confirmed)")
+            return cell
+
+        out.append(Section(
+            "Conflict-check flags: what became of each (never dropped)",
+            (label, Column("raised", flags("raised")), Column("confirmed", flags("confirmed")),
+             Column("quote never verified", flags("unverified")), Column("withdrawn on a retry", flags("withdrawn")),
+             *((Column("split by the votes", flags("split")),) if any("split" in (r.get("flags") or {})
+                                                                      for r in rows) else ())),
+            note="A flag whose quote could not be verified, or that the auditor withdrew when asked again, still goes "
+                 "to confirmation (docs/auditor.md); a confirmed one ends the episode like any other."))
     if any(r.get("review") for r in rows):
         def disputed(kind: str) -> Callable[[Row], Cell]:
             return lambda r: _rate((r.get("review") or {}).get(kind))

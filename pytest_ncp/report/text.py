@@ -180,6 +180,18 @@ def cached_text(m: Mapping[str, Any]) -> str:
     return f"{share:.1%} ({m.get('cached_tokens', 0):,} of {m.get('prompt_tokens', 0):,})"
 
 
+def flags_text(flags: Mapping[str, int] | None) -> str | None:
+    """``7 raised, 3 confirmed; 2 never verified (1 confirmed), 1 withdrawn on a retry (0 confirmed)``; None
+    when the run raised none (or the file predates the count)."""
+    if not flags or not flags.get("raised"):
+        return None
+    text = f"{flags['raised']} raised, {flags.get('confirmed', 0)} confirmed"
+    doubtful = [f"{flags[k]} {label} ({flags.get(f'{k}_confirmed', 0)} confirmed)"
+                for k, label in (("unverified", "never verified"), ("withdrawn", "withdrawn on a retry"),
+                                 ("split", "split by the votes")) if flags.get(k)]
+    return text + ("; " + ", ".join(doubtful) if doubtful else "")
+
+
 def metrics_table(m: Mapping[str, Any], title: str = "ncp") -> str:
     """One run's metrics as the paper's table (one row per figure), with the definitions as footnotes."""
     turn = m.get("survival_turn", 20)
@@ -212,6 +224,7 @@ def metrics_table(m: Mapping[str, Any], title: str = "ncp") -> str:
         ("conflict-free", str(m["conflict_free"])),
         ("turn limit reached", str(m["turn_limit"])),
         ("script exhausted", str(m.get("script_exhausted", 0))),
+        *((("conflict-check flags", flags),) if (flags := flags_text(m.get("flags"))) else ()),
         *((("cut short (budget)", f"{cut} (by --max-cost; censored, not failures)"),) if cut else ()),
         ("tokens", f"{m['tokens']:,}"),
         ("cached prompt tokens", cached_text(m)),

@@ -169,3 +169,37 @@ def test_a_repeated_key_cannot_turn_a_flag_into_a_pass_in_any_output_mode(play, 
     result = play(caligari, ["The fair is loud."], client=client)
     assert result.termination is Termination.ERROR and result.error.kind == "auditor"
     assert "given more than once" in result.error.message
+
+
+def test_withdrawn_and_unverified_flags_reach_the_summary_the_table_and_the_html_report(tmp_path, ncp_model_server):
+    # Issue 19: counted in results.json is not enough; a person reading the run must see them too.
+    import asyncio
+
+    from pytest_ncp.cli.common import summary
+    from pytest_ncp.core.config import RunConfig
+    from pytest_ncp.core.spec import load_spec
+    from pytest_ncp.engine.auditor import LLMAuditor
+    from pytest_ncp.engine.players import ScriptedPlayer
+    from pytest_ncp.engine.runner import Runner
+    from pytest_ncp.llm import ModelClient
+    from pytest_ncp.report.html import write_html
+    from pytest_ncp.report.text import metrics_table
+    from tests.conftest import FIXTURES, ListNarrator
+
+    ncp_model_server.add(step="conflict_check", reply=UNQUOTABLE, times=1)  # then withdrawn on the retry
+    ncp_model_server.add(step="conflict_confirmation", reply={"confirmed": False, "explanation": "not shown"})
+    client = ModelClient(api_base=ncp_model_server.base_url, backoff=0.01, max_backoff=0.05)
+    out = tmp_path / "run"
+    runner = Runner(RunConfig(narrator="tests:List", narrator_model="openai/n", max_turns=2), out_dir=out,
+                    narrator_factory=lambda: ListNarrator(["The fair is loud."] * 2),
+                    auditor=LLMAuditor(client, "openai/auditor"),
+                    player_factory=lambda _spec: ScriptedPlayer(["I listen.", "I wait."]), client=client)
+    asyncio.run(runner.run([load_spec(FIXTURES / "caligari.yaml")]))
+    metrics = json.loads((out / "results.json").read_text())["metrics"]
+    assert metrics["flags"] == {"raised": 1, "confirmed": 0, "unverified": 0, "unverified_confirmed": 0,
+                                "withdrawn": 1, "withdrawn_confirmed": 0}
+    expected = "1 raised, 0 confirmed; 1 withdrawn on a retry (0 confirmed)"
+    assert f"conflict-check flags {expected}" in summary(metrics, 2)
+    assert expected in metrics_table(metrics)
+    page = write_html([out / "results.json"], tmp_path / "report.html").read_text()
+    assert "Conflict-check flags" in page and "withdrawn on a retry" in page
