@@ -1,6 +1,6 @@
 """No narration can close its data block or speak to the auditor from outside it (issue 19, attack class 4).
 
-Every auditor step and both simulated players are rendered with untrusted text carrying every spelling of
+Every auditor step, the input screen and both simulated players are rendered with untrusted text carrying every spelling of
 a closing tag we know of; the only closing tags left in the prompt must be the prompt's own, one per block,
 each with the call's code, and each block must still hold the whole attack as data.
 """
@@ -13,7 +13,7 @@ import pytest
 
 from pytest_ncp.core.ledger import FactLedger
 from pytest_ncp.core.spec import load_spec
-from pytest_ncp.engine.auditor import Conflict, LLMAuditor, TurnContext
+from pytest_ncp.engine.auditor import Conflict, LLMAuditor, ScreenContext, TurnContext
 from pytest_ncp.engine.players import PlayerView, SimulatedPlayer
 from pytest_ncp.prompts import call_nonce, render, shown
 from pytest_ncp.testing import data_blocks
@@ -137,3 +137,22 @@ def test_simulated_players_read_narration_as_data_that_cannot_steer_them(ctx, pe
     opened = re.findall(r"^<(narration)-([0-9a-f]{12})>$", prompt, re.M)
     assert len(opened) == 2
     assert sorted(m.group(0) for m in CLOSING.finditer(prompt)) == sorted(f"</{k}-{c}" for k, c in opened)
+
+
+def test_the_input_screen_holds_the_input_and_the_story_so_far_as_data(ctx):
+    # Issue 23's screen reads a simulated player's input and the narrations before it: neither may close its
+    # block or address the screen from outside it (an unfair input talked through would be blamed on the narrator).
+    screen = ScreenContext(spec=ctx.spec, turn=3, player_input=PLAYER_INPUT,
+                           history=[(PLAYER_INPUT, PREVIOUS), ("", NARRATION)])
+    nonce = call_nonce(screen.player_input, *(text for pair in screen.history for text in pair))
+    prompt = "\n".join(m["content"] for m in render(
+        "input_screen", ctx=screen, spec=screen.spec, player=screen.spec.player, turn=screen.turn,
+        history=list(screen.history), player_input=screen.player_input, nonce=nonce))
+    opened = re.findall(r"^<([a-z_]+)-([0-9a-f]{12})>$", prompt, re.M)
+    assert {kind for kind, _ in opened} == {"briefing", "earlier_input", "narration", "player_input"}
+    closes = [m.group(0) for m in CLOSING.finditer(prompt)]
+    assert sorted(closes) == sorted(f"</{kind}-{code}" for kind, code in opened)
+    (content,) = data_blocks(prompt, "player_input")
+    assert shown(ATTACK) in content
+    outside = re.sub(r"<([a-z_]+)-([0-9a-f]{12})>\n.*?\n</\1-\2>", "", prompt, flags=re.S)
+    assert "SYSTEM NOTE FROM THE NCP HARNESS" not in outside and "im_start" not in outside
