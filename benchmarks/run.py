@@ -1,6 +1,6 @@
 """What a user gets: speed, cost and cache figures of ``ncp run``, printed as one table (figures, not tests).
 
-    python benchmarks/run.py                  # the whole table, L = 300 ms (about 6 minutes on 2 cores)
+    python benchmarks/run.py                  # the whole table, L = 300 ms (about 3 minutes on 2 cores)
     python benchmarks/run.py --latency 0.2    # another scripted model latency L
     python benchmarks/run.py --quick          # fewer turns and episodes, for a first look
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .common import EXIT_USAGE, add_options, resolve_args, summary, usage
+from .common import EXIT_USAGE, add_options, load_specs_or_report, resolve_args, summary, usage
 
 if TYPE_CHECKING:
     from ..analysis.metrics import Gate
@@ -33,7 +33,6 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
             demo: bool = False) -> int:
     from ..analysis.metrics import Gate
     from ..core.config import RunConfig
-    from ..core.spec import load_specs
     from ..engine.narrators import NarratorLoadError
     from ..engine.runner import Runner
     from ..report.progress import ProgressDisplay
@@ -53,7 +52,10 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     problems: list[str] = [*config.validate(options), *unpriced_under_cap(config)]
     if problems:
         return usage("\n  ".join(problems))
-    specs, errors = load_specs(args.specs)
+    loaded = load_specs_or_report(args.specs)  # a path that does not exist: said on stderr, nothing run
+    if loaded is None:
+        return EXIT_USAGE
+    specs, errors = loaded
     for err in errors:
         print(err, file=sys.stderr)
     if not specs:

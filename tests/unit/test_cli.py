@@ -28,6 +28,13 @@ def test_validate_missing_path(capsys):
     assert "no such file or directory" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", ["run", "demo"])
+def test_run_and_demo_name_a_spec_path_that_does_not_exist_instead_of_a_traceback(command, tmp_path, capsys):
+    argv = [command, "--specs", str(tmp_path / "nowhere"), "--max-turns", "1"]
+    assert main(argv + (["--narrator", "pytest_ncp.narrators:LLMNarrator"] if command == "run" else [])) == 2
+    assert f"{tmp_path / 'nowhere'}: <file>: no such file or directory" in capsys.readouterr().err
+
+
 def test_schema_is_json(capsys):
     assert main(["schema"]) == 0
     assert json.loads(capsys.readouterr().out)["title"] == "NCP narrative spec"
