@@ -20,6 +20,7 @@ A quote that *verifies* a verdict must also be substantial (:func:`substantial`)
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from .reading import match_char
 from .reading import words as _visible_words
@@ -40,12 +41,17 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _EDGE = " \"'"
 
 
+@lru_cache(maxsize=8192)
 def _normalise_char(ch: str) -> str:
     return match_char(ch).translate(_CHARS)
 
 
-def normalise(text: str) -> tuple[str, list[int]]:
-    """The normalised text and, for each of its characters, the index of the original character."""
+@lru_cache(maxsize=256)
+def normalise(text: str) -> tuple[str, tuple[int, ...]]:
+    """The normalised text and, for each of its characters, the index of the original character.
+
+    Cached: every step of a turn checks its quotes against the same narration, and a character folds the same
+    way wherever it occurs."""
     out: list[str] = []
     where: list[int] = []
     for i, ch in enumerate(text or ""):
@@ -56,7 +62,7 @@ def normalise(text: str) -> tuple[str, list[int]]:
                 n = " "
             out.append(n)
             where.append(i)
-    return "".join(out), where
+    return "".join(out), tuple(where)
 
 
 def pieces(quote: str) -> list[str]:

@@ -64,6 +64,7 @@ def _environment(directory: str) -> Any:
         autoescape=False,
         keep_trailing_newline=False,
         trim_blocks=False,
+        auto_reload=False,  # a run renders the templates it started with; no stat() of every file per call
     )
     env.filters["untrusted"] = untrusted
     env.filters["shown"] = shown
