@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 # results.json is rebuilt whole on each rewrite: once per episode would cost O(episodes^2) (a 192-episode run
 # spent a tenth of its CPU there); a reader sees the file at most this many seconds behind the traces.
 SAVE_EVERY = 1.0
+# Endings that leave an episode unfinished, so --resume plays it again: an error (infrastructure), a cut by the
+# cost cap (the README's "raise the cap to finish it") and a cancellation after an early gate decision.
+RERUN_ON_RESUME: tuple[str, ...] = ("error", "budget", "cancelled")
 
 
 def _changed(field: str, before: Any, now: Any) -> str:
@@ -161,7 +164,8 @@ class Runner:
                force_flag: str = "--resume --force") -> int:
         """Take every episode already finished in ``out_dir`` (its trace has an end) as done.
 
-        Errored episodes are not finished: they ended for infrastructure reasons and run again, and so do
+        Errored episodes are not finished: they ended for infrastructure reasons and run again, as do episodes
+        the cost cap cut short or a sequential decision cancelled (``RERUN_ON_RESUME``), and so do
         episodes whose end record the results model refuses (``unreadable`` says which and why). An
         episode run with other settings (``FINGERPRINT_FIELDS``) or another version of its spec (one of
         ``specs``) is never mixed in: ``ResumeMismatch`` says what changed, or with ``force`` it runs
@@ -180,7 +184,7 @@ class Runner:
         for trace in sorted((self.out_dir / "traces").glob("*.jsonl")):
             recorded = read_trace(trace)
             end = recorded.end
-            if end is None or end.get("termination") == "error" or (recorded.start or {}).get("fork"):
+            if end is None or end.get("termination") in RERUN_ON_RESUME or (recorded.start or {}).get("fork"):
                 continue  # a fork's trace (ncp fork --out into a run folder) is never one of the run's episodes
             key = episode_key(end["spec_id"], int(end["repeat"]))
             spec = by_id.get(end["spec_id"])

@@ -75,6 +75,23 @@ def test_the_cap_stops_the_run_within_it_and_cut_episodes_are_budget(priced, tmp
     assert f"ncp cost cap REACHED: ${spent:.4f} spent of ${cap:.4f} (--max-cost); {len(cut)} episode(s)" in text
 
 
+def test_resume_plays_the_episodes_the_cap_cut_short_again(priced, tmp_path, capsys):
+    # The README tells a user whose run exited 7 to raise the cap and finish it: --resume must not keep the cut
+    # episodes as finished.
+    out = tmp_path / "run"
+    assert run_ncp(priced, "--max-cost", f"{60 * PER_CALL}", out=out) == EXIT_COST_CAP
+    first = json.loads((out / "results.json").read_text())
+    cut = {f"{e['spec_id']}--r{e['repeat']}" for e in first["episodes"] if e["termination"] == "budget"}
+    kept = {f"{e['spec_id']}--r{e['repeat']}" for e in first["episodes"]} - cut
+    assert cut
+    capsys.readouterr()
+    assert run_ncp(priced, "--resume", out=out) == 0
+    again = json.loads((out / "results.json").read_text())
+    assert {e["termination"] for e in again["episodes"]} <= {"turn_limit", "script_exhausted", "success"}
+    assert again["metrics"]["budget"] == 0 and len(again["episodes"]) == 4 and again["complete"] is True
+    assert f"resuming: {len(kept)} finished episode(s)" in capsys.readouterr().out
+
+
 def test_cut_episodes_are_censored_never_failures(priced, tmp_path):
     from pytest_ncp.analysis.metrics import error_budget, survival_table
 
