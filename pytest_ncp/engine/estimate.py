@@ -6,9 +6,11 @@ its price at the cost map's list prices. Every bound is built from what the run 
 - **turns**: a scripted player plays at most its spec's inputs (or ``--max-turns``), a simulated one
   ``--max-turns``; turn 0 is audited too when the narrator opens the story;
 - **calls**: the narrator (built-in narrators: one call per turn, and the memory narrator's summaries), a
-  simulated player (one per turn), and per audited turn the auditor's four steps, the confirmation of
-  ``FLAGS_PER_TURN`` flagged conflicts and a success confirmation, each with every retry taken
-  (``LLMAuditor.max_attempts`` attempts);
+  simulated player (one per turn) and the screen of its inputs (issue 23: one ``input_screen`` call per
+  input; each of up to ``--player-retries`` regenerations adds a player call, a screen and, pipelined, the
+  narration of the refused input played ahead), and per audited turn the auditor's four steps, the
+  confirmation of ``FLAGS_PER_TURN`` flagged conflicts (``--audit-votes`` samples each) and a success
+  confirmation, each with every retry taken (``LLMAuditor.max_attempts`` attempts);
 - **prompt tokens**: the real prompts of each spec rendered at turn 1, counted as UTF-8 bytes (no tokenizer
   makes more tokens than bytes; English prompts have about four bytes per token), with the narrator's and
   player's texts at their ``--max-tokens``, the ledger growing by ``LEDGER_GROWTH_TOKENS`` per audited turn,
@@ -40,6 +42,7 @@ FLAGS_PER_TURN = 1          # allowance: flagged conflicts confirmed per audited
 RETRY_NOTE_TOKENS = 200     # what a retry adds besides the rejected answer: the problems and the hint
 AUDIT_STEPS = ("conflict_check", "conflict_confirmation", "fact_update", "trajectory_update", "commitment_check",
                "success_confirmation")
+SCREEN_STEP = "input_screen"  # a simulated player's input, screened before the narrator sees it (issue 23)
 
 
 @dataclass
@@ -126,7 +129,9 @@ def estimate_run(config: RunConfig, jobs: Sequence[tuple[NarrativeSpec, int]], *
         ("narrator", None, narrator_model if built_in else None),
         ("narrator", "memory_summary", narrator_model if built_in else None),
         ("player", None, config.player_model if simulated else None),
+        ("auditor", SCREEN_STEP, config.auditor_model),
         *(("auditor", step, config.auditor_model) for step in AUDIT_STEPS))}
+    regenerations = config.player_retries if simulated else 0
     opening = _opens(narrator_factory)
     turns = audited = 0
     for spec, _repeat in jobs:
@@ -135,19 +140,22 @@ def estimate_run(config: RunConfig, jobs: Sequence[tuple[NarrativeSpec, int]], *
         inputs = [limits["player"]] * played if simulated else [_bytes(x) for x in spec.scripted_inputs[:played]]
         turns += played
         if built_in:
-            _narrator(lines, narrator_cls, spec, inputs, limits["narrator"], opening)
+            # Pipelined, a refused input's narration was played ahead while it was screened, then dropped.
+            ahead = regenerations if config.pipeline else 0
+            _narrator(lines, narrator_cls, spec, inputs, limits["narrator"], opening, dropped=ahead)
         if simulated:
-            _player(lines, config.player, spec, played, limits)
+            _player(lines, config.player, spec, played, limits, regenerations=regenerations)
+            _screens(lines, spec, played, limits, attempts, regenerations)
         audited_turns = [0] * bool(opening) + list(range(1, played + 1))
         audited += len(audited_turns)
         static = _audit_sizes(spec)
         for index, turn in enumerate(audited_turns):
             said = inputs[turn - 1] if turn >= 1 else 0
             turn_data = said + limits["narrator"] * (2 if turn >= 2 else 1) + LEDGER_GROWTH_TOKENS * index
-            _audit_turn(lines, static, turn_data, limits["auditor"], attempts, spec)
+            _audit_turn(lines, static, turn_data, limits["auditor"], attempts, spec, votes=config.audit_votes)
     for ctx in canaries:
         sizes = _audit_sizes(ctx.spec, ctx)
-        _audit_turn(lines, sizes, 0, limits["auditor"], attempts, ctx.spec, success=False)
+        _audit_turn(lines, sizes, 0, limits["auditor"], attempts, ctx.spec, success=False, votes=config.audit_votes)
     notes = []
     if not built_in and config.narrator:
         notes.append(f"{config.narrator} is not a built-in narrator: its own model calls are not counted")
@@ -175,8 +183,9 @@ def _messages_bytes(messages: Sequence[dict[str, Any]]) -> int:
 
 
 def _narrator(lines: dict[tuple[str, str | None], Line], cls: Any, spec: NarrativeSpec, inputs: list[int],
-              limit: int, opening: bool) -> None:
-    """The built-in narrator: its prompt is the spec's template, then the whole history as chat turns."""
+              limit: int, opening: bool, *, dropped: int = 0) -> None:
+    """The built-in narrator: its prompt is the spec's template, then the whole history as chat turns; each
+    turn may also narrate ``dropped`` refused inputs of a screened player (played ahead, never kept)."""
     system = _messages_bytes(render(cls.prompt, default_role="system", spec=spec, memory=[]))
     tags = 40 + 2 * TOKENS_PER_MESSAGE  # <player_input> tags and two messages per exchange
     history = 0
@@ -189,6 +198,8 @@ def _narrator(lines: dict[tuple[str, str | None], Line], cls: Any, spec: Narrati
         if issubclass(cls, MemoryNarrator):  # at most max_summaries + 1 summaries in its prompt
             memory = (cls.max_summaries + 1) * limit
         lines[("narrator", None)].add(system + memory + history + said + tags, limit)
+        for _ in range(dropped):
+            lines[("narrator", None)].add(system + memory + history + said + tags, limit, plain=False)
         history += said + limit + tags
     if issubclass(cls, MemoryNarrator):
         # one summary per chunk of folded turns, and a refold each time the summaries overflow
@@ -199,15 +210,38 @@ def _narrator(lines: dict[tuple[str, str | None], Line], cls: Any, spec: Narrati
 
 
 def _player(lines: dict[tuple[str, str | None], Line], persona: str, spec: NarrativeSpec, played: int,
-            limits: dict[str, int]) -> None:
-    """A simulated player: its persona prompt, then up to 20 exchanges (its inputs and the narrations)."""
+            limits: dict[str, int], *, regenerations: int = 0) -> None:
+    """A simulated player: its persona prompt, then up to 20 exchanges (its inputs and the narrations); each
+    regeneration of a refused input carries that input and why it was refused."""
     from .players import SimulatedPlayer
 
     system = _messages_bytes(render(f"player_{persona}", default_role="system", player=spec.player))
     per_exchange = limits["player"] + limits["narrator"] + 60 + 2 * TOKENS_PER_MESSAGE
     for turn in range(1, played + 1):
         window = min(turn - 1, SimulatedPlayer.window)
-        lines[("player", None)].add(system + window * per_exchange + 40, limits["player"])
+        prompt = system + window * per_exchange + 40
+        lines[("player", None)].add(prompt, limits["player"])
+        for k in range(1, regenerations + 1):
+            refused = k * (limits["player"] + limits["auditor"] + RETRY_NOTE_TOKENS)
+            lines[("player", None)].add(prompt + refused, limits["player"], plain=False)
+
+
+def _screens(lines: dict[tuple[str, str | None], Line], spec: NarrativeSpec, played: int, limits: dict[str, int],
+             attempts: int, regenerations: int) -> None:
+    """The input screen of a simulated player: one call per input and per regeneration, each with every retry;
+    its prompt holds the character's briefing and the story so far (the player's window of exchanges)."""
+    from .players import SimulatedPlayer
+
+    briefing = _messages_bytes(render(SCREEN_STEP, ctx=None, spec=spec, player=spec.player, turn=1, history=[],
+                                      player_input="", nonce="0" * 12))
+    per_exchange = limits["player"] + limits["narrator"] + 120  # two blocks and their delimiters
+    for turn in range(1, played + 1):
+        window = min(turn - 1, SimulatedPlayer.window)
+        for screen in range(1 + regenerations):
+            for attempt in range(attempts):
+                prompt = briefing + window * per_exchange + limits["player"] + attempt * (
+                    limits["auditor"] + RETRY_NOTE_TOKENS)
+                lines[("auditor", SCREEN_STEP)].add(prompt, limits["auditor"], plain=screen == 0 and attempt == 0)
 
 
 def _audit_sizes(spec: NarrativeSpec, ctx: TurnContext | None = None) -> dict[str, int]:
@@ -233,14 +267,15 @@ def _audit_sizes(spec: NarrativeSpec, ctx: TurnContext | None = None) -> dict[st
 
 
 def _audit_turn(lines: dict[tuple[str, str | None], Line], sizes: dict[str, int], turn_data: int, limit: int,
-                attempts: int, spec: NarrativeSpec, *, success: bool = True) -> None:
-    """One audited turn: every step with all its attempts (each retry carries the rejected answer)."""
+                attempts: int, spec: NarrativeSpec, *, success: bool = True, votes: int = 1) -> None:
+    """One audited turn: every step with all its attempts (each retry carries the rejected answer); each
+    flagged conflict confirmed by ``votes`` samples."""
     steps = ["conflict_check", "fact_update"]
     if spec.trajectory:
         steps.append("trajectory_update")
     if any(c.kind != "invariant" for c in spec.commitments):
         steps.append("commitment_check")
-    calls = [(step, 1) for step in steps] + [("conflict_confirmation", FLAGS_PER_TURN)]
+    calls = [(step, 1) for step in steps] + [("conflict_confirmation", FLAGS_PER_TURN * max(1, votes))]
     if success and spec.achievements:
         calls.append(("success_confirmation", 1))
     for step, times in calls:

@@ -34,7 +34,8 @@ def estimate_lines(e: Estimate, *, max_tokens_flag: str = "--max-tokens", cap: f
         f"upper bound: every retry taken, every completion at {max_tokens_flag}, prompt tokens counted as UTF-8 "
         "bytes (no tokenizer makes more; English prompts run about 4 bytes per token), prompts from each spec's "
         f"rendered turn 1; allowances: the ledger grows {LEDGER_GROWTH_TOKENS} tokens per audited turn, "
-        f"{FLAGS_PER_TURN} flagged conflict per audited turn (each further flag: one more confirmation); "
+        f"{FLAGS_PER_TURN} flagged conflict per audited turn (each further flag: one more confirmation per "
+        "--audit-votes sample); "
         "\"no retries\": the calls of a run where every answer is valid and nothing is flagged",
     ]
     priced = [m for m in e.models if m not in e.unpriced]

@@ -191,3 +191,36 @@ def test_estimate_says_which_models_are_unpriced(ncp_model_server, capsys):
     assert code == 0 and not ncp_model_server.requests
     assert "unpriced (the cost map has no price; their calls are not in the cost): openai/local-judge" in text
     assert "tests.conftest:ListNarrator is not a built-in narrator: its own model calls are not counted" in text
+
+
+def test_the_estimate_bounds_votes_and_screening_per_step(tmp_path, capsys):
+    # Issue 23 added calls the first estimate did not know: K confirmation samples per flag, and a simulated
+    # player's screened inputs (a screen per input, regenerations, narrations of refused inputs played ahead).
+    # The demo's adversarial player god-modes and its auditor flags conflicts: every step's real calls stay
+    # within the estimate's.
+    from collections import Counter
+
+    from pytest_ncp.testing import ScriptedModelServer
+    from pytest_ncp.testing.demo import install_demo_script
+    from tests.conftest import SPECS
+
+    specs = [str(SPECS / f"{name}.yaml") for name in ("black-pirate", "caligari", "all-quiet")]
+    argv = ["run", "--narrator", "pytest_ncp.narrators:LLMNarrator", "--narrator-model", "openai/demo-narrator",
+            "--auditor-model", "openai/demo-auditor", "--player", "adversarial", "--player-model",
+            "openai/demo-player", "--audit-votes", "3", "--max-turns", "10", "--max-error-rate", "1",
+            "--specs", *specs]
+    with ScriptedModelServer() as server:
+        install_demo_script(server)
+        assert main([*argv, "--api-base", server.base_url, "--estimate"]) == 0
+        rows = {tuple(line.split()[:2]): int(line.split()[2].replace(",", ""))
+                for line in capsys.readouterr().out.splitlines() if line.startswith("  ") and line.split()[0] != "role"}
+        assert not server.requests
+        assert rows[("auditor", "conflict_confirmation")] == 3 * rows[("auditor", "conflict_check")]  # 3 votes
+        assert rows[("auditor", "input_screen")] == 3 * 3 * 30  # (1 + 2 regenerations) x 3 attempts x 30 turns
+        main([*argv, "--api-base", server.base_url, "--out", str(tmp_path / "run")])
+        made = Counter((r.role, r.step or "-") for r in server.requests if r.path.endswith("/chat/completions"))
+    screened = json.loads((tmp_path / "run" / "results.json").read_text())["episodes"]
+    assert sum(e["screening"]["regenerated"] for e in screened) > 0  # the player did god-mode
+    assert made[("auditor", "conflict_confirmation")] >= 3  # a flag, confirmed by three votes
+    for key, calls in made.items():
+        assert calls <= rows[key], (key, calls, rows[key])
