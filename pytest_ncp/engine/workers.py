@@ -59,11 +59,7 @@ def run_in_workers(runner: Runner, specs: Sequence[NarrativeSpec], workers: int,
     picklable (module-level); by default each worker loads the narrator ``config`` names. Returns problems (a
     worker that died with episodes unfinished), empty when all went well.
     """
-    import multiprocessing
-    from collections import deque
-
     from ..core.config import episode_key
-    from ..llm import Usage
 
     jobs = runner.plan(specs)
     todo = [(s, r) for s, r in jobs if episode_key(s.id, r) not in runner._finished]
@@ -73,104 +69,139 @@ def run_in_workers(runner: Runner, specs: Sequence[NarrativeSpec], workers: int,
             runner._observe(runner.results[key])
     runner.progress.total += len(jobs)
     runner.progress.finished += len(jobs) - len(todo)
-    workers = max(1, min(workers, len(todo)))
-    # Each worker has its own model client: the cost cap is shared out evenly, so together they stay within it.
-    cap = runner.config.max_cost
-    config = replace(runner.config, concurrency=max(1, math.ceil(runner.config.concurrency / workers)), shard=None,
-                     max_cost=cap / workers if cap is not None else None)
-    out_dir = str(runner.out_dir) if runner.out_dir is not None else None
-    used = list({s.id: s for s, _ in todo}.values())
-    place = {s.id: i for i, s in enumerate(used)}
-    ctx = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads (the display)
-    inbox = ctx.Queue()
-    outboxes = [ctx.Queue() for _ in range(workers)]
-    processes = [ctx.Process(target=_worker, name=f"ncp-worker-{i}", daemon=True,
-                             args=(i, config, used, out_dir, inbox, outboxes[i], narrator_factory, player_factory))
-                 for i in range(workers)]
-    for p in processes:
-        p.start()
-    running = [0] * workers
-    in_flight = [0] * workers
-    ready = [False] * workers  # a worker gets episodes once it is up: a slow start must not hold early ones
-    waiting = deque(todo)
-    expected: set[str] = set()  # handed out, not reported yet
-    ended = cancelled = False
-    usage = runner.client.usage if runner.client is not None else Usage()
+    dispatch = _Dispatch(runner, todo, max(1, min(workers, len(todo))), display, narrator_factory, player_factory)
+    try:
+        dispatch.run()
+    finally:
+        dispatch.stop()
+    runner.progress.running = 0
+    runner.end()  # results.json: complete, or "unfinished" with the episodes a dead worker left
+    return dispatch.problems()
 
-    def hand_out(worker: int) -> None:
-        while waiting and ready[worker] and in_flight[worker] < config.concurrency and processes[worker].is_alive():
-            spec, repeat = waiting[0]
-            if not runner.may_start(spec.id, repeat):  # a sequential decision: none of the rest starts
-                for s, r in waiting:
-                    runner.may_start(s.id, r)
-                waiting.clear()
+
+class _Dispatch:
+    """The parent's side of ``run_in_workers``: the worker processes, the episodes waiting and handed out, and
+    what each message from a worker changes."""
+
+    def __init__(self, runner: Runner, todo: list[tuple[NarrativeSpec, int]], workers: int,
+                 display: LineSink | None, narrator_factory: Callable[[], Any] | None,
+                 player_factory: Callable[[Any], Any] | None) -> None:
+        import multiprocessing
+        from collections import deque
+
+        from ..llm import Usage
+
+        self.runner, self.display = runner, display
+        # Each worker has its own model client: the cost cap is shared out evenly, so together they stay within it.
+        cap = runner.config.max_cost
+        self.config = replace(runner.config, concurrency=max(1, math.ceil(runner.config.concurrency / workers)),
+                              shard=None, max_cost=cap / workers if cap is not None else None)
+        out_dir = str(runner.out_dir) if runner.out_dir is not None else None
+        used = list({s.id: s for s, _ in todo}.values())
+        self.place = {s.id: i for i, s in enumerate(used)}
+        ctx = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads (the display)
+        self.inbox = ctx.Queue()
+        self.outboxes = [ctx.Queue() for _ in range(workers)]
+        self.processes = [ctx.Process(target=_worker, name=f"ncp-worker-{i}", daemon=True,
+                                      args=(i, self.config, used, out_dir, self.inbox, self.outboxes[i],
+                                            narrator_factory, player_factory))
+                          for i in range(workers)]
+        for p in self.processes:
+            p.start()
+        self.running = [0] * workers
+        self.in_flight = [0] * workers
+        self.ready = [False] * workers  # a worker gets episodes once it is up: a slow start must not hold early ones
+        self.waiting = deque(todo)
+        self.expected: set[str] = set()  # handed out, not reported yet
+        self.ended = self.cancelled = False
+        self.usage = runner.client.usage if runner.client is not None else Usage()
+
+    def hand_out(self, worker: int) -> None:
+        from ..core.config import episode_key
+
+        while (self.waiting and self.ready[worker] and self.in_flight[worker] < self.config.concurrency
+               and self.processes[worker].is_alive()):
+            spec, repeat = self.waiting[0]
+            if not self.runner.may_start(spec.id, repeat):  # a sequential decision: none of the rest starts
+                for s, r in self.waiting:
+                    self.runner.may_start(s.id, r)
+                self.waiting.clear()
                 break
-            waiting.popleft()
-            outboxes[worker].put(("job", place[spec.id], repeat))
-            in_flight[worker] += 1
-            expected.add(episode_key(spec.id, repeat))
+            self.waiting.popleft()
+            self.outboxes[worker].put(("job", self.place[spec.id], repeat))
+            self.in_flight[worker] += 1
+            self.expected.add(episode_key(spec.id, repeat))
 
-    def tell(*message: Any) -> None:
-        for box in outboxes:
+    def tell(self, *message: Any) -> None:
+        for box in self.outboxes:
             box.put(message)
 
-    try:
-        while expected or waiting:
-            if not cancelled and runner.monitor is not None and runner.monitor.cancel_now:
-                tell("cancel")
-                cancelled = True
-            if not waiting and not ended:
-                tell("end")  # each worker finishes what it holds, then exits
-                ended = True
+    def run(self) -> None:
+        """Until every episode handed out has reported and none waits (or every worker is gone)."""
+        monitor = self.runner.monitor
+        while self.expected or self.waiting:
+            if not self.cancelled and monitor is not None and monitor.cancel_now:
+                self.tell("cancel")
+                self.cancelled = True
+            if not self.waiting and not self.ended:
+                self.tell("end")  # each worker finishes what it holds, then exits
+                self.ended = True
             try:
-                message = inbox.get(timeout=0.25)
+                message = self.inbox.get(timeout=0.25)
             except queues.Empty:
-                alive = [w for w, p in enumerate(processes) if p.is_alive()]
-                if not alive and inbox.empty():
+                alive = [w for w, p in enumerate(self.processes) if p.is_alive()]
+                if not alive and self.inbox.empty():
                     break
                 for worker in alive:  # a worker died: the others take what is left
-                    hand_out(worker)
+                    self.hand_out(worker)
                 continue
-            kind, worker = message[0], message[1]
-            if kind == "ready":
-                ready[worker] = True
-                hand_out(worker)
-            elif kind == "turn":
-                runner.progress.turns += 1
-                running[worker] = message[2]
-                runner.progress.running = sum(running)
-            elif kind == "episode":
-                _, _, key, entry, line = message
-                expected.discard(key)
-                in_flight[worker] -= 1
-                runner.results[key] = entry
-                runner.progress.finished += 1
-                runner.progress.conflicts += str(entry.get("termination", "")).startswith("conflict:")
-                runner.progress.errors += entry.get("error") is not None
-                usage.merge(Usage(calls=0, prompt_tokens=int(entry.get("tokens") or 0),
-                                  cost_usd=float(entry.get("cost_usd") or 0.0)))
-                if display is not None:
-                    display.line(line)
-                runner._observe(entry)
-                runner.save()
-                hand_out(worker)
-    finally:
-        if not ended:
-            tell("end")
-        for p in processes:
-            p.join(timeout=5 if not expected else 0.5)
+            self.receive(message)
+
+    def receive(self, message: tuple[Any, ...]) -> None:
+        from ..llm import Usage
+
+        kind, worker, progress = message[0], message[1], self.runner.progress
+        if kind == "ready":
+            self.ready[worker] = True
+            self.hand_out(worker)
+        elif kind == "turn":
+            progress.turns += 1
+            self.running[worker] = message[2]
+            progress.running = sum(self.running)
+        elif kind == "episode":
+            _, _, key, entry, line = message
+            self.expected.discard(key)
+            self.in_flight[worker] -= 1
+            self.runner.results[key] = entry
+            progress.finished += 1
+            progress.conflicts += str(entry.get("termination", "")).startswith("conflict:")
+            progress.errors += entry.get("error") is not None
+            self.usage.merge(Usage(calls=0, prompt_tokens=int(entry.get("tokens") or 0),
+                                   cost_usd=float(entry.get("cost_usd") or 0.0)))
+            if self.display is not None:
+                self.display.line(line)
+            self.runner._observe(entry)
+            self.runner.save()
+            self.hand_out(worker)
+
+    def stop(self) -> None:
+        if not self.ended:
+            self.tell("end")
+        for p in self.processes:
+            p.join(timeout=5 if not self.expected else 0.5)
             if p.is_alive():
                 p.terminate()
                 p.join()
-    runner.progress.running = 0
-    runner.end()  # results.json: complete, or "unfinished" with the episodes a dead worker left
-    problems = []
-    missing = expected | {episode_key(s.id, r) for s, r in waiting}
-    if missing:
-        codes = ", ".join(f"{p.name} exit {p.exitcode}" for p in processes if p.exitcode)
-        problems.append(f"{len(missing)} episode(s) did not finish ({codes or 'workers ended early'}): "
-                        + ", ".join(sorted(missing)[:10]))
-    return problems
+
+    def problems(self) -> list[str]:
+        from ..core.config import episode_key
+
+        missing = self.expected | {episode_key(s.id, r) for s, r in self.waiting}
+        if not missing:
+            return []
+        codes = ", ".join(f"{p.name} exit {p.exitcode}" for p in self.processes if p.exitcode)
+        return [f"{len(missing)} episode(s) did not finish ({codes or 'workers ended early'}): "
+                + ", ".join(sorted(missing)[:10])]
 
 
 def _worker(index: int, config: Any, specs: list[Any], out_dir: str | None, outbox: Any, inbox: Any,
