@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..core.options import parse_gate, share
-from .owners import UNKNOWN_TERMINATIONS, blame_table
+from .owners import BUDGET_TERMINATIONS, UNKNOWN_TERMINATIONS, blame_table
 
 CONFLICT_KINDS = ("fact", "commitment", "player_input")
 Episode = Mapping[str, Any]
@@ -70,8 +70,15 @@ def is_cut(e: Episode) -> bool:
     return e["termination"] == "budget"
 
 
+def is_stopped(e: Episode) -> bool:
+    """Left unfinished by the run itself: cut by the cost cap, or cancelled after an early gate decision (the
+    budget's endings): censored, never judged, never an unknown outcome."""
+    return e["termination"] in BUDGET_TERMINATIONS
+
+
 def is_judged(e: Episode) -> bool:
-    return not is_unknown(e) and not is_cut(e)
+    """Counted in the rates and means: neither an unknown outcome nor left unfinished by the run."""
+    return not is_unknown(e) and not is_stopped(e)
 
 
 def is_conflict(e: Episode) -> bool:

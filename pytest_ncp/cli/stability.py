@@ -50,6 +50,7 @@ def cmd_stability(args: argparse.Namespace) -> int:
     from ..core.config import RunConfig
     from ..core.traces import RunFileError, resolve_trace
     from ..engine.auditor import VOTE_TEMPERATURE
+    from ..engine.fork import ForkError
     from ..engine.reaudit import read_recorded, resolve_specs
     from ..engine.stability import reaudit_turns, select_turns
     from ..llm import ModelClient
@@ -89,6 +90,9 @@ def cmd_stability(args: argparse.Namespace) -> int:
     audit_votes = int(config.audit_votes or 1)
     temperature = VOTE_TEMPERATURE if args.temperature is None else float(args.temperature)
     print(f"re-auditing {len(turns)} turn(s) of {args.source} {args.votes} time(s) each", file=sys.stderr)
+    if config.demo and not args.demo:
+        return usage(f"{args.source} is an offline demo run (its models were the bundled scripted server): re-audit "
+                     "it with --demo, never against a real endpoint")
     with ExitStack() as stack:
         api_base = args.api_base
         if args.demo:
@@ -104,7 +108,7 @@ def cmd_stability(args: argparse.Namespace) -> int:
             observations = asyncio.run(reaudit_turns(turns, specs, client=client, model=model, votes=args.votes,
                                                      audit_votes=audit_votes, temperature=temperature,
                                                      concurrency=args.concurrency))
-        except RunFileError as exc:
+        except (RunFileError, ForkError) as exc:  # a trace that is not there, a spec changed since the run
             return usage(str(exc))
     summary = flip_summary(observations)
     if args.json:

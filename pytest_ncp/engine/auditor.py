@@ -398,9 +398,10 @@ class LLMAuditor:
         """Per flag, the confirmation that decides it (or the exception that left it undecided).
 
         One vote: the one call, at the auditor's temperature, as always. K votes: K calls per flag at
-        ``vote_temperature``, all at once; the flag stands when a strict majority confirms, and is rejected
-        when a majority can no longer confirm (invalid samples counted as either); otherwise the first
-        sample's error stands for it. Each flag's tally goes to ``audit.votes``."""
+        ``vote_temperature``, all at once; the flag stands when a strict majority confirms and is rejected when a
+        strict majority rejects (a sample with no valid answer counts for neither side); otherwise (a tie, or
+        too many invalid samples) the first sample's error, or an AuditorError for a tie, stands for it: never
+        a pass. Each flag's tally goes to ``audit.votes``."""
         votes = max(1, int(self.votes))
         temperature = self.temperature if votes == 1 else self.vote_temperature
         jobs = {
@@ -426,13 +427,16 @@ class LLMAuditor:
             audit.votes.append({"yes": len(yes), "no": len(no), "invalid": invalid, "of": votes, "answers": [
                 {"error": f"{type(a).__name__}: {a}"} if isinstance(a, BaseException) else a.model_dump()
                 for a in samples]})
-            need = votes // 2 + 1
+            need = votes // 2 + 1  # a strict majority, either way: a tie (1 of 2, 2 of 4) decides nothing
             if len(yes) >= need:
                 decided.append(Confirmation(confirmed=True, explanation=yes[0].explanation))
-            elif len(yes) + invalid < need:
+            elif len(no) >= need:
                 decided.append(Confirmation(confirmed=False, explanation=no[0].explanation))
             else:
-                decided.append(next(a for a in samples if isinstance(a, BaseException)))
+                decided.append(next((a for a in samples if isinstance(a, BaseException)), AuditorError(
+                    "conflict_confirmation", [f"the {votes} votes on conflicts[{i}] are tied ({len(yes)} confirm, "
+                                              f"{len(no)} reject, {invalid} invalid): no majority either way"],
+                    [json.dumps(v) for v in audit.votes[-1]["answers"]])))
         return decided
 
     async def screen_input(self, ctx: ScreenContext) -> InputScreen:

@@ -184,12 +184,23 @@ class ForkOutcome:
 
     @property
     def judged(self) -> list[EpisodeResult]:
-        """Samples whose turn T was judged (errors at T are unknown outcomes, not in the rate)."""
-        return [r for r in self.results if not (r.error and (r.error.turn is None or r.error.turn <= self.state.turn))]
+        """Samples whose turn T was judged: an error at or before T, a player fault or a split verdict at T are
+        unknown outcomes (the auditor's, the player's or the endpoint's), not in the rate."""
+        turn = self.state.turn
+        return [r for r in self.results
+                if not (r.error and (r.error.turn is None or r.error.turn <= turn))
+                and not (r.unknown and not r.error and r.failure is not None and r.failure.turn <= turn)]
+
+    @property
+    def unknown(self) -> list[EpisodeResult]:
+        """Samples that say nothing about the narrator at T (the complement of ``judged``)."""
+        return [r for r in self.results if r not in self.judged]
 
     @property
     def conflicts(self) -> list[EpisodeResult]:
-        return [r for r in self.judged if r.failure is not None and r.failure.turn == self.state.turn]
+        """The narrator's confirmed conflicts at T."""
+        return [r for r in self.judged if r.termination.is_conflict and r.failure is not None
+                and r.failure.turn == self.state.turn]
 
     @property
     def rate(self) -> float | None:
@@ -214,6 +225,9 @@ class ForkOutcome:
         for i, r in enumerate(self.results):
             if r not in self.judged and r.error is not None:  # not judged: it errored at or before T
                 out.append(f"  sample {i}: error ({r.error.kind}: {one_line(printable(r.error.message), 100)})")
+            elif r not in self.judged:  # a player fault or a split verdict: the narrator is not judged by it
+                out.append(f"  sample {i}: {r.termination.value} at turn {r.turns} (not the narrator's: not in "
+                           "the rate)")
             elif r.failure is not None:
                 ids = ",".join(r.failure.fact_ids + r.failure.commitment_ids)
                 out.append(f"  sample {i}: conflict:{r.failure.type} at turn {r.failure.turn}"

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ..analysis.stability import CLEAN
 from ..core.config import episode_key
 from ..core.traces import RunFileError, read_trace
+from ..llm import ModelError
 from .auditor import VOTE_TEMPERATURE, AuditorError, LLMAuditor, TurnContext
 from .fork import EpisodeState
 
@@ -87,8 +88,10 @@ async def reaudit_turns(turns: Sequence[RecordedTurn], specs: dict[str, Narrativ
         async with bound:
             try:
                 audit = await auditor.judge_conflicts(ctx)
-            except AuditorError:
-                return None  # no valid verdict: counted apart, never a flip either way
+            except (AuditorError, ModelError):
+                # No valid verdict (the auditor's answers, or its endpoint past the retries): counted apart,
+                # never a flip either way, and the other re-audits go on.
+                return None
             return {c.conflict.type for c in audit.confirmed}
 
     outcomes = await asyncio.gather(*(once(ctx) for ctx in contexts for _ in range(votes)))

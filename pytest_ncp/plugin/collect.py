@@ -359,6 +359,10 @@ class ForkItem(_NcpItem):
             e = unknown[0].error
             raise EpisodeError(printable(f"{self.name}: {len(unknown)} sample(s) could not be judged: "
                                          f"{e.kind} error: {e.message}"))
+        doubtful = [r for r in self.outcome.unknown if not r.error]
+        if doubtful:  # a split verdict or a player fault at the forked turn: nobody's verdict on the narrator
+            raise EpisodeError(f"{self.name}: {len(doubtful)} sample(s) could not be judged: "
+                               + ", ".join(sorted({r.termination.value for r in doubtful})))
 
     def runtest(self) -> None:
         from ..core.safe_text import printable
