@@ -76,12 +76,18 @@ class Budget:
 
 @dataclass(frozen=True)
 class CostCap:
-    """``--max-cost``: how many episodes the cap cut short, and what the run's episodes spent."""
+    """``--max-cost``: how many episodes the cap cut short, whether it stopped the canaries, and what the run's
+    episodes spent."""
 
     decision: Decision
     cap: float
     cut: int
     spent: float
+    canaries_cut: bool = False
+
+    @property
+    def reached(self) -> bool:
+        return bool(self.cut or self.canaries_cut)
 
 
 @dataclass(frozen=True)
@@ -113,6 +119,7 @@ class CanaryResult:
 
     summary: Mapping[str, Any] | None = None  # calibration.audit.canary_summary (results.json "canaries")
     error: str | None = None                  # they could not start or run
+    cut_by: str | None = None                 # "max-cost": the cost cap refused their calls (the budget's, not the auditor's)
 
 
 @dataclass(frozen=True)
@@ -212,7 +219,8 @@ def decide(records: Sequence[Episode], *, gate: Gate | None = None, max_error_ra
     if max_cost is not None:
         spent = sum(float(e.get("cost_usd") or 0) + float((e.get("speculative") or {}).get("cost_usd") or 0)
                     for e in records)
-        parts.append(CostCap("undecided" if cut else "passed", max_cost, cut, spent))
+        canaries_cut = canaries is not None and canaries.cut_by is not None
+        parts.append(CostCap("undecided" if cut or canaries_cut else "passed", max_cost, cut, spent, canaries_cut))
     if gate is not None:
         parts.append(_gate(gate, records, max_error_rate, complete, sequential, early, cut))
     else:
@@ -226,7 +234,7 @@ def decide(records: Sequence[Episode], *, gate: Gate | None = None, max_error_ra
         parts.append(Problems("failed", tuple(problems)))
     if budget.exceeded:
         code = EXIT_ERROR_BUDGET
-    elif max_cost is not None and cut:
+    elif max_cost is not None and (cut or (canaries is not None and canaries.cut_by is not None)):
         code = EXIT_COST_CAP
     elif any(p.decision != "passed" for p in parts):
         code = EXIT_FAILED
@@ -253,6 +261,8 @@ def _gate(gate: Gate, records: list[Episode], max_error_rate: float, complete: b
 
 
 def _canary_decision(c: CanaryResult) -> Decision:
+    if c.cut_by is not None:
+        return "undecided"  # the cost cap stopped them: the run is not the one asked for (exit 7), nobody's doubt
     if c.error is not None:
         return "failed"  # the auditor could not be checked: its verdicts cannot be trusted either
     if c.summary is None:

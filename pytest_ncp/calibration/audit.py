@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 from ..core.files import atomic_write_text
 from ..engine.auditor import Auditor, AuditorError, TurnAudit
-from ..llm import ModelError, Usage, current_episode, current_usage, scrub
+from ..llm import CostCapReached, ModelError, Usage, current_episode, current_usage, scrub
 from .goldset import GoldCase
 from .scoring import gold_row
 
@@ -57,6 +57,23 @@ async def audit_case(auditor: Auditor, case: GoldCase, *, cassette: str) -> dict
         current_episode.reset(episode_token)
     pred.update(tokens=usage.tokens, cost_usd=round(usage.cost_usd, 8), calls=usage.calls)
     return {"case": case.id, "spec": case.spec.id, "tags": list(case.tags), "gold": gold_row(case), "pred": pred}
+
+
+def canaries_failed(exc: BaseException) -> Any:
+    """The verdict's view of canaries that raised ``exc`` instead of finishing (``analysis.verdict.CanaryResult``):
+    a refusal of the cost cap anywhere in its chain is the budget's (exit 7), anything else puts the auditor in
+    doubt."""
+    from ..analysis.verdict import CanaryResult
+
+    text = f"auditor canaries could not run: {type(exc).__name__}: {exc}"
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, CostCapReached):
+            return CanaryResult(error=text, cut_by="max-cost")
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return CanaryResult(error=text)
 
 
 async def audit_cases(auditor: Auditor, cases: Sequence[GoldCase], *, concurrency: int = 16,

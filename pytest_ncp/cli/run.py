@@ -183,8 +183,10 @@ def _execute(runner: Any, specs: list[Any], jobs: int, canary_cases: list[Any], 
             return CanaryResult(await run_canaries(
                 runner.auditor, canary_cases, model=config.auditor_model, seed=args.canary_seed,
                 min_recall=args.min_canary_recall, concurrency=config.concurrency))
-        except Exception as exc:  # noqa: BLE001 - reported: the canary gate then fails, as in the pytest session
-            return CanaryResult(error=f"auditor canaries could not run: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - reported: the canary gate then fails (or the cap says it stopped them)
+            from ..calibration.audit import canaries_failed
+
+            return canaries_failed(exc)
 
     async def run_here() -> CanaryResult | None:  # episodes and canaries share one loop and client
         return (await asyncio.gather(runner.run(specs), run_canaries()))[1]
@@ -195,7 +197,12 @@ def _execute(runner: Any, specs: list[Any], jobs: int, canary_cases: list[Any], 
             if workers > 1:
                 from ..engine.workers import run_in_workers
 
-                problems = run_in_workers(runner, specs, workers, display=display)
+                problems = run_in_workers(runner, specs, workers, display=display,
+                                          canaries_apart=bool(canary_cases))
+                if canary_cases and runner.client is not None:  # the canaries' share of the cap (cap_share)
+                    from ..engine.workers import cap_share
+
+                    runner.client.max_cost = cap_share(config.max_cost, workers, canaries_apart=True)
                 canaries = asyncio.run(run_canaries()) if canary_cases else None
             else:
                 canaries = asyncio.run(run_here())

@@ -628,12 +628,20 @@ class Episode:
             _count_screen(result.screening, screen)
         before = (dict(result.commitment_states), result.node_index, len(result.nodes), result.trigger_turn)
         end = self._apply(result, audit, turn, screen)
-        if end is Termination.SUCCESS and not await self._success_confirmed(ctx, audit, result, before[0]):
-            # The confirmation found the story not done: what this turn satisfied or reached is undone (its
-            # facts stay: they were verified), and the episode goes on.
+
+        def undo() -> None:  # what this turn satisfied or reached (its facts stay: they were verified)
             result.commitment_states, result.node_index, result.trigger_turn = before[0], before[1], before[3]
             del result.nodes[before[2]:]
-            end = None
+
+        if end is Termination.SUCCESS:
+            try:
+                confirmed = await self._success_confirmed(ctx, audit, result, before[0])
+            except (_EpisodeError, _Cut):
+                undo()  # never confirmed (an auditor error, the cost cap): the success does not stand either
+                raise
+            if not confirmed:  # the confirmation found the story not done: the episode goes on
+                undo()
+                end = None
         history.append((player_input or "", response))
         if trace:
             trace.write(

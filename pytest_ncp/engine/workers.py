@@ -39,6 +39,16 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
+def cap_share(cap: float | None, processes: int, *, canaries_apart: bool = False) -> float | None:
+    """One model client's share of a cost cap (``--max-cost``): every process that calls models has its own
+    client, so the cap is shared out evenly between the ``processes`` that run episodes, and one more share
+    when the auditor canaries run on a client of their own (``ncp run --workers``' parent, the pytest-xdist
+    controller); together they stay within the cap. None without a cap."""
+    if cap is None:
+        return None
+    return cap / max(1, processes + (1 if canaries_apart else 0))
+
+
 def default_workers(in_flight: int, cores: int | None = None) -> int:
     """One process until more than EPISODES_PER_PROCESS episodes are in flight; then up to one per core."""
     cores = cores or available_cores()
@@ -46,7 +56,7 @@ def default_workers(in_flight: int, cores: int | None = None) -> int:
 
 
 def run_in_workers(runner: Runner, specs: Sequence[NarrativeSpec], workers: int, *,
-                   display: LineSink | None = None,
+                   display: LineSink | None = None, canaries_apart: bool = False,
                    narrator_factory: Callable[[], Any] | None = None,
                    player_factory: Callable[[Any], Any] | None = None) -> list[str]:
     """Run ``runner``'s episodes of ``specs`` in ``workers`` processes; records land in ``runner.results``.
@@ -56,8 +66,9 @@ def run_in_workers(runner: Runner, specs: Sequence[NarrativeSpec], workers: int,
     arrives; so with ``--sequential`` the parent decides, and once decided hands out no more (``Runner.may_start``)
     and, with ``--sequential-cancel``, tells the workers to end the episodes in flight at their next turn.
     Episodes ``runner`` already holds as finished (``resume()``) are not run again. Factories, when given, must be
-    picklable (module-level); by default each worker loads the narrator ``config`` names. Returns problems (a
-    worker that died with episodes unfinished), empty when all went well.
+    picklable (module-level); by default each worker loads the narrator ``config`` names. ``canaries_apart``: the
+    caller audits canaries on its own client afterwards, so the workers leave it a share of the cap
+    (``cap_share``). Returns problems (a worker that died with episodes unfinished), empty when all went well.
     """
     from ..core.config import episode_key
 
@@ -69,7 +80,8 @@ def run_in_workers(runner: Runner, specs: Sequence[NarrativeSpec], workers: int,
             runner._observe(runner.results[key])
     runner.progress.total += len(jobs)
     runner.progress.finished += len(jobs) - len(todo)
-    dispatch = _Dispatch(runner, todo, max(1, min(workers, len(todo))), display, narrator_factory, player_factory)
+    dispatch = _Dispatch(runner, todo, max(1, min(workers, len(todo))), display, narrator_factory, player_factory,
+                         canaries_apart=canaries_apart)
     try:
         dispatch.run()
     finally:
@@ -85,17 +97,17 @@ class _Dispatch:
 
     def __init__(self, runner: Runner, todo: list[tuple[NarrativeSpec, int]], workers: int,
                  display: LineSink | None, narrator_factory: Callable[[], Any] | None,
-                 player_factory: Callable[[Any], Any] | None) -> None:
+                 player_factory: Callable[[Any], Any] | None, *, canaries_apart: bool = False) -> None:
         import multiprocessing
         from collections import deque
 
         from ..llm import Usage
 
         self.runner, self.display = runner, display
-        # Each worker has its own model client: the cost cap is shared out evenly, so together they stay within it.
-        cap = runner.config.max_cost
+        # Each worker has its own model client: the cost cap is shared out (cap_share).
         self.config = replace(runner.config, concurrency=max(1, math.ceil(runner.config.concurrency / workers)),
-                              shard=None, max_cost=cap / workers if cap is not None else None)
+                              shard=None, max_cost=cap_share(runner.config.max_cost, workers,
+                                                             canaries_apart=canaries_apart))
         out_dir = str(runner.out_dir) if runner.out_dir is not None else None
         used = list({s.id: s for s, _ in todo}.values())
         self.place = {s.id: i for i, s in enumerate(used)}

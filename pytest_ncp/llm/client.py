@@ -232,13 +232,18 @@ class ModelClient:
                 raise CostCapReached(self._cap_reached)
             await asyncio.sleep(0.005)  # near the cap only: the calls in flight release their reservations
 
-    def _release(self, reserved: float, completion: Completion | None) -> None:
+    def _release(self, reserved: float, completion: Completion | None, abandoned: bool = False) -> None:
+        """A call's reservation ends: what it cost is spent. A call abandoned while out (cancelled: a turn played
+        ahead and discarded, a refused input's narration; timed out) may still be billed for what it generated,
+        so its whole reservation counts as spent: the cap stays an upper bound."""
         if self.max_cost is None:
             return
         self._reserved = max(0.0, self._reserved - reserved)
         self._in_flight -= 1
         if completion is not None:
             self._spent += completion.cost_usd
+        elif abandoned:
+            self._spent += reserved
 
     async def complete(
         self,
@@ -335,10 +340,17 @@ class ModelClient:
                     request["timeout"] = per_try
                     started = now
                     answered: Completion | None = None
+                    abandoned = True  # cancelled or timed out while the request was out: it may still be billed
                     try:
                         answered = await asyncio.wait_for(call(request), timeout=per_try + 2)
+                        abandoned = False
+                    except asyncio.TimeoutError:
+                        raise
+                    except Exception:
+                        abandoned = False  # the endpoint answered with an error: nothing generated, nothing billed
+                        raise
                     finally:
-                        self._release(reserved, answered)  # and what it cost, with no await in between
+                        self._release(reserved, answered, abandoned)  # and what it cost, with no await in between
                     completion = answered
             except CostCapReached:
                 raise

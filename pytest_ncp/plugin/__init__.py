@@ -29,6 +29,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_options(parser)
 
 
+def _xdist_workers(config: pytest.Config) -> int:
+    """How many pytest-xdist workers run the session's tests (0 without xdist), in the controller and in every
+    worker alike: each has its own model client, and the cost cap is shared out between them (``cap_share``)."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        return int(workerinput.get("workercount", 1))
+    n = getattr(config.option, "numprocesses", None)  # xdist resolves "auto" before pytest_configure
+    return n if isinstance(n, int) and n > 0 and config.pluginmanager.hasplugin("xdist") else 0
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{options.MARKER}(**settings): a pytest-ncp narrative test; as a marker on "
                                        "a hand-written test, overrides run_episode settings (max_turns, player, ...)")
@@ -45,9 +55,8 @@ def pytest_configure(config: pytest.Config) -> None:
     from .sequential import STOP_FILE_KEY
 
     stop_file = getattr(config, "workerinput", {}).get(STOP_FILE_KEY)  # --ncp-sequential under xdist
-    workers = int(getattr(config, "workerinput", {}).get("workercount", 1)) if is_worker else 1
     ncp = config.stash[SESSION_KEY] = NcpSession(settings, is_worker=is_worker, trace_root=trace_root,
-                                                 workers=workers, stop_file=stop_file)
+                                                 workers=_xdist_workers(config), stop_file=stop_file)
     config.pluginmanager.register(_ReportListener(ncp), "ncp-reports")
     from .collect import add_default_spec_paths
 

@@ -27,13 +27,13 @@ if TYPE_CHECKING:
 
 
 class NcpSession:
-    def __init__(self, settings: Settings, *, is_worker: bool, trace_root: Path, workers: int = 1,
+    def __init__(self, settings: Settings, *, is_worker: bool, trace_root: Path, workers: int = 0,
                  stop_file: str | None = None):
         from .sequential import SessionStop
 
         self.settings = settings
         self.is_worker = is_worker
-        self.workers = workers  # pytest-xdist workers of the session (each has its own model client)
+        self.workers = workers  # pytest-xdist workers of the session, 0 without (each has its own model client)
         self.stop = SessionStop(settings, is_worker=is_worker, stop_file=stop_file)  # --ncp-sequential
         self.trace_root = settings.report or trace_root
         self.episodes: dict[str, dict[str, Any]] = {}  # episode key (spec--rN) -> its record (from reports)
@@ -50,6 +50,7 @@ class NcpSession:
         self._canaries: Any = None  # future of the auditor canaries (controller only)
         self.canary_summary: dict[str, Any] | None = None
         self.canary_error: str | None = None
+        self.canary_cut_by: str | None = None  # "max-cost": the cost cap stopped the canaries
         self.fork_outcomes: dict[str, bool] = {}  # stored failure file name -> its fork test passed
         self.stored: list[Path] = []  # failures stored this session (--ncp-failures)
 
@@ -70,11 +71,15 @@ class NcpSession:
             from ..engine.runner import BackgroundRunner, Runner
 
             config = self.settings.run
-            if config.max_cost is not None and self.workers > 1:
-                # One model client per worker: the cost cap is shared out evenly, so together they stay within it.
+            if config.max_cost is not None and self.workers:
+                # Under xdist every worker has its own model client, and so has the controller when it audits the
+                # canaries: the cost cap is shared out between them (cap_share), so together they stay within it.
                 from dataclasses import replace
 
-                config = replace(config, max_cost=config.max_cost / self.workers)
+                from ..engine.workers import cap_share
+
+                config = replace(config, max_cost=cap_share(config.max_cost, self.workers,
+                                                            canaries_apart=bool(self.settings.canaries)))
             if self.settings.demo:
                 from ..testing import ScriptedModelServer
                 from ..testing.demo import install_demo_script
@@ -146,8 +151,11 @@ class NcpSession:
             return
         try:
             self.canary_summary = self._canaries.result()
-        except Exception as exc:  # noqa: BLE001 - reported: the canary gate then fails
-            self.canary_error = f"auditor canaries could not run: {type(exc).__name__}: {exc}"
+        except Exception as exc:  # noqa: BLE001 - reported: the canary gate then fails (or the cap says it stopped them)
+            from ..calibration.audit import canaries_failed
+
+            failed = canaries_failed(exc)
+            self.canary_error, self.canary_cut_by = failed.error, failed.cut_by
 
     def junit_properties(self) -> list[tuple[str, Any]]:
         from ..calibration.audit import junit_properties
@@ -271,7 +279,7 @@ class NcpSession:
         self.verdict = decide(
             records, gate=s.gate, max_error_rate=s.max_error_rate, expected=self.expected - self.stop.unstarted,
             interrupted=self.interrupted,
-            canaries=CanaryResult(self.canary_summary, self.canary_error) if s.canaries else None,
+            canaries=CanaryResult(self.canary_summary, self.canary_error, self.canary_cut_by) if s.canaries else None,
             baseline=BaselineResult(str(s.baseline), self.comparison, self.comparison_error,
                                     run.paired if run is not None else None) if s.baseline else None,
             sequential=run.gate if run is not None else None, early=run.summary() if run is not None else None,

@@ -32,11 +32,13 @@ def budget_line(b: BudgetVerdict, name: str = "run") -> str:
 
 
 def cost_cap_line(c: CostCap, name: str = "run") -> str:
-    if not c.cut:
+    if not c.reached:
         return f"ncp cost cap ok: the {name}'s episodes spent ${c.spent:.4f} of ${c.cap:.4f} (--max-cost)"
-    return (f"ncp cost cap REACHED: ${c.spent:.4f} spent of ${c.cap:.4f} (--max-cost); {c.cut} episode(s) were cut "
-            f"short (budget: censored, never narrator failures), so the {name} is not the one asked for: raise the "
-            "cap to finish them")
+    what = " and ".join(x for x in (f"{c.cut} episode(s) were cut short (budget: censored, never narrator failures)"
+                                    if c.cut else "", "the auditor canaries could not finish" if c.canaries_cut
+                                    else "") if x)
+    return (f"ncp cost cap REACHED: ${c.spent:.4f} spent of ${c.cap:.4f} (--max-cost); {what}, so the {name} is "
+            "not the one asked for: raise the cap to finish them")
 
 
 def gate_line(v: GateVerdict, name: str = "run", cut: int = 0) -> str:
@@ -127,6 +129,8 @@ def _canaries(c: Canaries) -> list[str]:
     from ..calibration.audit import canary_line, canary_verdict
 
     r = c.result
+    if r.cut_by is not None:
+        return [f"canary gate: cannot decide: the cost cap (--{r.cut_by}) refused the canaries' calls; {r.error}"]
     if r.error is not None:
         return [r.error, "canary gate FAILED: the AUDITOR, not the narrator, is in doubt"]
     if r.summary is None:
