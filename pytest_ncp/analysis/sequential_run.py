@@ -214,12 +214,14 @@ def baseline_outcomes(records: Iterable[Mapping[str, Any]], turn: int) -> dict[J
 
 
 def paired_check(base: Iterable[Mapping[str, Any]], new: Iterable[Mapping[str, Any]], *, turn: int,
-                 margin: float = 0.0, alpha: float = 0.05, seed: int | str = 0) -> tuple[PairedSequentialTest, int]:
-    """``ncp compare BASE NEW --sequential``: the paired check over (spec, repeat) pairs taken in the seeded order of
-    the episodes of both runs (a pair missing or censored on either side is skipped and counted); returns the
-    check and the number of pairs in the order."""
+                 margin: float = 0.0, alpha: float = 0.05, seed: int | str = 0,
+                 new_jobs: Iterable[Job] | None = None) -> tuple[PairedSequentialTest, int]:
+    """``ncp compare BASE NEW --sequential``: the paired check over (spec, repeat) pairs taken in NEW's seeded order
+    (the order its episodes started in: ``episode_order`` of every episode it planned, ``new_jobs``, by default
+    those it recorded), as the live check of the pytest session reads them; a pair missing or censored on either
+    side is skipped and counted. Returns the check and the number of pairs in the order."""
     base_at, new_at = baseline_outcomes(base, turn), baseline_outcomes(new, turn)
-    order = episode_order(set(base_at) | set(new_at), seed)
+    order = episode_order(set(new_jobs) if new_jobs is not None else set(new_at), seed)
     check = PairedSequentialTest(margin, alpha)
     for job in order:
         check.observe(base_at.get(job), new_at.get(job))

@@ -126,6 +126,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
               f"(first: {episode_name(*unpaired[0])}); a partial run may lack the failing one. Re-run "
               "them (e.g. --resume), or pass --allow-unpaired to judge the pairs alone")
         return EXIT_FAILED
+    if check is not None and check.decision is None and unstarted:
+        # The episodes new played are the stretch after which its own gate found it good: a fixed test over
+        # them leans towards "no change" (the pytest session refuses the same judgement, analysis/verdict.py).
+        print(f"ncp compare: cannot decide: new stopped early ({len(unstarted)} episode(s) never started) when its "
+              "own sequential gate decided, before the paired check did; the fixed comparison over the episodes it "
+              "played would judge a biased part of it. Re-run new without --sequential to compare it")
+        return EXIT_FAILED
     if check is not None and check.decision == "non-inferior":
         return EXIT_OK  # certain at the check's level: no power question is left
     if not result.measurable:
@@ -139,11 +146,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def _sequential(base: RunResults, new: RunResults, args: argparse.Namespace, turn: int) -> Any:
     """``--sequential``: the paired check in new's seeded order; prints its line and returns it."""
+    from ..analysis.results import split_key
     from ..analysis.sequential_run import paired_check
 
     seed = new.config.seed if new.config.seed is not None else 0
+    planned_jobs = {(str(e["spec_id"]), int(e["repeat"])) for e in new.records()}
+    for key in [*(new.sequential.unstarted if new.sequential is not None else []), *(new.expected or [])]:
+        planned_jobs.add(split_key(key))
     check, planned = paired_check(base.records(), new.records(), turn=turn, margin=args.margin,
-                                  alpha=args.alpha, seed=seed)
+                                  alpha=args.alpha, seed=seed, new_jobs=planned_jobs)
     lo, hi = check.drop_bounds()
     bounds = f"anytime-valid {1 - args.alpha:.0%} bounds of the drop {lo:+.1%} to {hi:+.1%}"
     if check.decision is None:
