@@ -61,7 +61,7 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     if not specs:
         return usage(f"no valid spec found in {' '.join(args.specs)}")
     if args.estimate:
-        return _estimate(config, specs, canary_cases)
+        return _estimate(config, specs, canary_cases, sequential=bool(args.sequential))
     try:
         runner = Runner(config, out_dir=Path(args.out) if args.out else None, sequential=_plan(gate, config, args))
     except (NarratorLoadError, ValueError) as exc:
@@ -92,10 +92,10 @@ def _plan(gate: Gate | None, config: Any, args: argparse.Namespace) -> Sequentia
                           cancel=args.sequential_cancel, shards=shards)
 
 
-def _estimate(config: Any, specs: list[Any], canary_cases: list[Any]) -> int:
+def _estimate(config: Any, specs: list[Any], canary_cases: list[Any], *, sequential: bool = False) -> int:
     """``--estimate``: the upper bound of the run's calls, tokens and cost; nothing runs, no model is called."""
-    from ..core.config import Shard
     from ..engine.estimate import estimate_run
+    from ..engine.runner import run_jobs
     from ..engine.narrators import NarratorLoadError, load_narrator
     from ..report.estimate import estimate_lines
 
@@ -103,9 +103,7 @@ def _estimate(config: Any, specs: list[Any], canary_cases: list[Any]) -> int:
         factory = load_narrator(config.narrator) if config.narrator else None
     except NarratorLoadError as exc:
         return usage(str(exc))
-    jobs = [(s, r) for s in specs for r in range(config.repeats)]
-    if config.shard:
-        jobs = Shard.parse(config.shard).select(jobs)
+    jobs = run_jobs(specs, config, sequential=sequential)  # the episodes the run would play (its shard's too)
     estimate = estimate_run(config, jobs, narrator_factory=factory, canaries=[c.context() for c in canary_cases])
     print("\n".join(estimate_lines(estimate, cap=config.max_cost)))
     return 0

@@ -47,6 +47,19 @@ def _changed(field: str, before: Any, now: Any) -> str:
     return f"{field}: {before!r} -> {now!r}"
 
 
+def run_jobs(specs: Sequence[NarrativeSpec], config: RunConfig, *, sequential: bool) -> list[tuple[NarrativeSpec, int]]:
+    """The (spec, repeat) episodes a run of ``config`` plays, in start order (``Runner.jobs`` says how a shard's
+    slice is dealt); ``--estimate`` prices the same ones."""
+    every = [(s, r) for s in specs for r in range(config.repeats)]
+    by_key = {(s.id, r): (s, r) for s, r in every}
+    shard = Shard.parse(config.shard) if config.shard else None
+    if shard is not None and not sequential:
+        keys = [(s.id, r) for s, r in shard.select(every)]
+        return [by_key[k] for k in episode_order(keys, config.seed)]
+    cut = (shard.index, shard.count) if shard is not None else None
+    return [by_key[k] for k in episode_order(by_key, config.seed, cut)]
+
+
 class ResumeMismatch(Exception):
     """``--resume`` found finished episodes run with other settings or another version of their spec."""
 
@@ -284,14 +297,7 @@ class Runner:
         (``Shard.select``); with ``--sequential`` it is dealt from the seeded order instead, so that each shard's
         gate tests the run's survival rate (``analysis.sequential_run.episode_order``, docs/gates.md). Starting in
         the seeded order changes which episode starts first, never what one produces."""
-        every = [(s, r) for s in specs for r in range(self.config.repeats)]
-        by_key = {(s.id, r): (s, r) for s, r in every}
-        shard = Shard.parse(self.config.shard) if self.config.shard else None
-        if shard is not None and self.sequential is None:
-            keys = [(s.id, r) for s, r in shard.select(every)]
-            return [by_key[k] for k in episode_order(keys, self.config.seed)]
-        cut = (shard.index, shard.count) if shard is not None else None
-        return [by_key[k] for k in episode_order(by_key, self.config.seed, cut)]
+        return run_jobs(specs, self.config, sequential=self.sequential is not None)
 
     def plan(self, specs: Sequence[NarrativeSpec]) -> list[tuple[NarrativeSpec, int]]:
         """``jobs(specs)``, now expected to finish: results.json is complete only once all of them have (bar those
