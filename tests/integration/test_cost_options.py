@@ -72,3 +72,16 @@ def test_an_unpriced_model_under_a_cap_refuses_to_start(project):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--ncp-max-cost=1: openai/local-judge (auditor) has no price in litellm's cost map" in result.stderr.str()
     assert chat_calls(project.server) == 0
+
+
+def test_under_xdist_the_canaries_get_a_share_of_the_cap_not_the_whole_cap_again(priced):
+    # Review of issue 20: the controller audited the canaries on a client with the whole cap while each worker
+    # had cap / N: together up to twice the cap. Now N + 1 shares (engine/workers.py cap_share).
+    from tests.conftest import ROOT
+
+    cap = 40 * PER_CALL
+    result = priced.run_subprocess("-q", f"--ncp-auditor-model={PRICED}", f"--ncp-max-cost={cap}", "-n", "2",
+                                   "--ncp-canaries=30", f"--ncp-canary-set={ROOT / 'calibration'}")
+    text = result.stdout.str()
+    assert chat_calls(priced.server) * PER_CALL <= cap, text
+    assert result.ret == EXIT_COST_CAP, text
