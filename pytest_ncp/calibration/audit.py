@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 from ..core.files import atomic_write_text
 from ..engine.auditor import Auditor, AuditorError, TurnAudit
-from ..llm import CostCapReached, ModelError, Usage, current_episode, current_usage, scrub
+from ..llm import CostCapReached, ModelError, Usage, current_episode, current_usage, in_chain, scrub
 from .goldset import GoldCase
 from .scoring import gold_row
 
@@ -66,14 +66,7 @@ def canaries_failed(exc: BaseException) -> Any:
     from ..analysis.verdict import CanaryResult
 
     text = f"auditor canaries could not run: {type(exc).__name__}: {exc}"
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, CostCapReached):
-            return CanaryResult(error=text, cut_by="max-cost")
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return CanaryResult(error=text)
+    return CanaryResult(error=text, cut_by="max-cost" if in_chain(exc, CostCapReached) else None)
 
 
 async def audit_cases(auditor: Auditor, cases: Sequence[GoldCase], *, concurrency: int = 16,

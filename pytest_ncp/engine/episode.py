@@ -14,13 +14,15 @@ import os
 import traceback
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any, Callable, Sequence, TypeVar
+from typing import IO, Any, Callable, Sequence
 
 from .auditor import Auditor, AuditorError, CommitmentState, ScreenContext, TurnAudit, TurnContext
 from ..core.config import DEFAULT_MAX_RESPONSE_CHARS, episode_key, episode_name
 from ..core.options import default
 from ..core.ledger import FactLedger
-from ..llm import Completion, CostCapReached, ModelClient, ModelError, Usage, current_episode, current_usage, scrub
+from ..llm import (
+    Completion, CostCapReached, ModelClient, ModelError, Usage, current_episode, current_usage, in_chain, scrub,
+)
 from .narrators import Narrator, NarratorContext, accepts_argument, call_maybe_async
 from .players import Player, PlayerView, ScriptedPlayer
 from ..core.quotes import words
@@ -29,9 +31,6 @@ from ..core.safe_text import one_line
 from ..prompts import PROMPT_VERSION
 from ..core.spec import NarrativeSpec
 from ..core.traces import read_trace
-
-
-E = TypeVar("E", bound=BaseException)
 
 
 class Termination(str, enum.Enum):
@@ -804,7 +803,7 @@ class Episode:
         except (_EpisodeError, _Cut):
             raise
         except Exception as exc:  # noqa: BLE001 - the agent under test may raise anything
-            cut = _in_chain(exc, CostCapReached)  # also when a narrator wrapped it in its own exception
+            cut = in_chain(exc, CostCapReached)  # also when a narrator wrapped it in its own exception
             if cut is not None:
                 raise _Cut("max-cost", str(cut)) from exc
             audit = getattr(exc, "audit", None)
@@ -849,19 +848,7 @@ def _count_screen(counts: dict[str, int], screen: dict[str, Any]) -> None:
 
 def _model_error_in(exc: BaseException) -> ModelError | None:
     """The ModelError that caused ``exc``, also when a narrator wrapped it in its own exception."""
-    return _in_chain(exc, ModelError)
-
-
-def _in_chain(exc: BaseException, kind: type[E]) -> E | None:
-    """The exception of type ``kind`` in ``exc``'s chain of causes, if any."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, kind):
-            return current
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return None
+    return in_chain(exc, ModelError)
 
 
 def _check_response(response: Any, where: str, max_chars: int = DEFAULT_MAX_RESPONSE_CHARS) -> None:

@@ -15,10 +15,11 @@ from .litellm_path import import_litellm
 from .request import merge_system_prompt, request_params, shape_structured
 from .types import (
     ROLE_HEADER, STEP_HEADER, Completion, CostCapReached, ModelError, Role, Usage, current_episode, current_usage,
+    in_chain,
 )
 
 __all__ = [
     "ROLE_HEADER", "STEP_HEADER", "AdaptiveLimiter", "Completion", "CostCapReached", "ModelClient", "ModelError", "Role", "Transport",
-    "Usage", "brief_error", "current_episode", "current_usage", "endpoint_label", "import_litellm",
+    "Usage", "brief_error", "current_episode", "current_usage", "endpoint_label", "import_litellm", "in_chain",
     "merge_system_prompt", "request_params", "scrub", "shape_structured",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextvars
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, TypeVar
 
 from ..core.redact import scrub
 
@@ -32,6 +32,22 @@ class CostCapReached(Exception):
 
     Not a ModelError: an episode it stops ends as ``budget`` (right-censored, never the narrator's failure,
     never an unknown outcome counted against the error budget)."""
+
+
+E = TypeVar("E", bound=BaseException)
+
+
+def in_chain(exc: BaseException, kind: type[E]) -> E | None:
+    """The exception of type ``kind`` in ``exc``'s chain of causes, if any: a ``ModelError`` or a
+    ``CostCapReached`` also when a narrator (or a gather) wrapped it in an exception of its own."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, kind):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 @dataclass(frozen=True)
