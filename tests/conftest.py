@@ -59,6 +59,18 @@ def play(ncp_model_server, tmp_path):
     return run
 
 
+def caligari_twins(folder: Path, n: int) -> list[str]:
+    """``n`` copies of the caligari fixture in ``folder`` as specs ``twin-0`` .. (other ids and titles): the paths."""
+    text = (FIXTURES / "caligari.yaml").read_text()
+    files = []
+    for i in range(n):
+        twin = text.replace("id: caligari\n", f"id: twin-{i}\n", 1).replace(
+            "title: The Cabinet of Dr. Caligari\n", f"title: Twin {i}\n", 1)
+        (folder / f"twin-{i}.yaml").write_text(twin)
+        files.append(str(folder / f"twin-{i}.yaml"))
+    return files
+
+
 def edit(text: str, old: str, new: str) -> str:
     """``text`` with one occurrence of ``old`` replaced (lint tests edit a known-good spec)."""
     assert text.count(old) == 1, f"{old!r} must occur once in the test spec"

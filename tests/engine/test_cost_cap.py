@@ -19,7 +19,7 @@ from pytest_ncp.core.spec import load_spec
 from pytest_ncp.engine.runner import Runner
 from pytest_ncp.llm import CostCapReached, ModelClient, ModelError
 from pytest_ncp.llm.prices import price_of
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, caligari_twins
 
 PRICED = "openai/gpt-4o-mini"
 USAGE = {"prompt_tokens": 2000, "completion_tokens": 100}
@@ -29,14 +29,7 @@ SPEC_FILES: list[str] = []  # four twins of the caligari fixture (``specs`` fixt
 
 @pytest.fixture(autouse=True)
 def specs(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("specs")
-    text = (FIXTURES / "caligari.yaml").read_text()
-    SPEC_FILES[:] = []
-    for i in range(4):
-        twin = text.replace("id: caligari\n", f"id: twin-{i}\n", 1).replace(
-            "title: The Cabinet of Dr. Caligari\n", f"title: Twin {i}\n", 1)
-        (folder / f"twin-{i}.yaml").write_text(twin)
-        SPEC_FILES.append(str(folder / f"twin-{i}.yaml"))
+    SPEC_FILES[:] = caligari_twins(tmp_path_factory.mktemp("specs"), 4)
     return SPEC_FILES
 
 

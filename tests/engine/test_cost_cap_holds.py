@@ -13,7 +13,7 @@ from pytest_ncp.cli import main
 from pytest_ncp.core.exit_codes import EXIT_COST_CAP
 from pytest_ncp.llm import CostCapReached, ModelClient
 from pytest_ncp.llm.prices import price_of, prompt_token_bound
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import FIXTURES, ROOT, caligari_twins
 
 PRICED = "openai/gpt-4o-mini"
 USAGE = {"prompt_tokens": 2000, "completion_tokens": 100}
@@ -27,14 +27,7 @@ def answered(server) -> int:
 
 @pytest.fixture
 def twins(tmp_path):
-    text = (FIXTURES / "caligari.yaml").read_text()
-    files = []
-    for i in range(2):
-        twin = text.replace("id: caligari\n", f"id: twin-{i}\n", 1).replace(
-            "title: The Cabinet of Dr. Caligari\n", f"title: Twin {i}\n", 1)
-        (tmp_path / f"twin-{i}.yaml").write_text(twin)
-        files.append(str(tmp_path / f"twin-{i}.yaml"))
-    return files
+    return caligari_twins(tmp_path, 2)
 
 
 def test_workers_and_canaries_together_stay_within_the_cap(ncp_model_server, twins, tmp_path, capsys):
