@@ -18,6 +18,9 @@ import queue as queues
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
+from ..core.config import episode_key
+from ..llm import Usage
+
 if TYPE_CHECKING:
     from .runner import Runner
     from ..core.spec import NarrativeSpec
@@ -70,8 +73,6 @@ def run_in_workers(runner: Runner, specs: Sequence[NarrativeSpec], workers: int,
     caller audits canaries on its own client afterwards, so the workers leave it a share of the cap
     (``cap_share``). Returns problems (a worker that died with episodes unfinished), empty when all went well.
     """
-    from ..core.config import episode_key
-
     jobs = runner.plan(specs)
     todo = [(s, r) for s, r in jobs if episode_key(s.id, r) not in runner._finished]
     for s, r in jobs:  # resumed episodes are read first: the sequential checks see the whole run in start order
@@ -101,8 +102,6 @@ class _Dispatch:
         import multiprocessing
         from collections import deque
 
-        from ..llm import Usage
-
         self.runner, self.display = runner, display
         # Each worker has its own model client: the cost cap is shared out (cap_share).
         self.config = replace(runner.config, concurrency=max(1, math.ceil(runner.config.concurrency / workers)),
@@ -129,8 +128,6 @@ class _Dispatch:
         self.usage = runner.client.usage if runner.client is not None else Usage()
 
     def hand_out(self, worker: int) -> None:
-        from ..core.config import episode_key
-
         while (self.waiting and self.ready[worker] and self.in_flight[worker] < self.config.concurrency
                and self.processes[worker].is_alive()):
             spec, repeat = self.waiting[0]
@@ -170,8 +167,6 @@ class _Dispatch:
             self.receive(message)
 
     def receive(self, message: tuple[Any, ...]) -> None:
-        from ..llm import Usage
-
         kind, worker, progress = message[0], message[1], self.runner.progress
         if kind == "ready":
             self.ready[worker] = True
@@ -206,8 +201,6 @@ class _Dispatch:
                 p.join()
 
     def problems(self) -> list[str]:
-        from ..core.config import episode_key
-
         missing = self.expected | {episode_key(s.id, r) for s, r in self.waiting}
         if not missing:
             return []
@@ -223,7 +216,6 @@ def _worker(index: int, config: Any, specs: list[Any], out_dir: str | None, outb
     import functools
     from pathlib import Path
 
-    from ..core.config import episode_key
     from .episode import episode_line
     from .runner import Runner
 
