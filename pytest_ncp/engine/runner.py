@@ -25,6 +25,7 @@ from .narrators import NarratorFactory, load_narrator
 from ..core.config import DEFAULT_AUDITOR_MODEL, RunConfig, Shard, episode_key
 from .players import Player, make_player
 from ..analysis.results import EpisodeRecord, Stopped, build_results, write_results
+from ..analysis.owners import BUDGET_TERMINATIONS
 from ..analysis.sequential_run import SequentialPlan, SequentialRun, episode_order
 from ..core.spec import NarrativeSpec
 
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 SAVE_EVERY = 1.0
 # Endings that leave an episode unfinished, so --resume plays it again: an error (infrastructure), a cut by the
 # cost cap (the README's "raise the cap to finish it") and a cancellation after an early gate decision.
-RERUN_ON_RESUME: tuple[str, ...] = ("error", "budget", "cancelled")
+RERUN_ON_RESUME: tuple[str, ...] = ("error", *BUDGET_TERMINATIONS)
 
 
 def _changed(field: str, before: Any, now: Any) -> str:
