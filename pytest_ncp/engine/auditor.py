@@ -460,12 +460,26 @@ class LLMAuditor:
         facts = list(ctx.facts)
         # The delimiter code of the turn's data blocks (see prompts.call_nonce).
         nonce = call_nonce(ctx.previous_response, ctx.player_input, ctx.response)
+        spec, index = ctx.spec, ctx.node_index
+        # Each block rendered once per turn; each step's template shows only those it reads (prompts 6,
+        # _context.j2), the episode's fixed blocks before the slow-changing ones, the turn last.
+        story = macro("_context", "story", spec)
+        ledger = macro("_context", "ledger", facts).rstrip()
+        position_brief = macro("_context", "position", spec, index, ctx, "ids").rstrip()
         return {
-            "spec": ctx.spec, "ctx": ctx, "facts": facts, "node_index": ctx.node_index, "commitments": commitments,
-            "nonce": nonce,
-            # What every step of the turn shows first, byte for byte the same: rendered once for all of them.
-            "shared": macro("_context", "state", ctx.spec, facts, commitments, ctx.node_index, ctx) + "\n"
-                      + macro("_context", "turn", ctx, nonce),
+            "spec": spec, "ctx": ctx, "facts": facts, "node_index": index, "commitments": commitments,
+            "nonce": nonce, "story": story, "ledger": ledger, "position_brief": position_brief,
+            "position": macro("_context", "position", spec, index, ctx, "full").rstrip(),
+            # What the conflict check and both confirmations judge against: the whole story state.
+            "judged": "\n\n".join((
+                story,
+                macro("_context", "commitments", commitments, "COMMITMENTS:").rstrip(),
+                macro("_context", "plot", spec).rstrip(),
+                "\n".join((ledger, macro("_context", "states", commitments),
+                           macro("_context", "position", spec, index, ctx, "brief").rstrip())))),
+            "turn": macro("_context", "turn", ctx, nonce, True),
+            # The plot and commitment steps judge the response alone: no previous narration.
+            "turn_brief": macro("_context", "turn", ctx, nonce, False),
         }
 
     @staticmethod

@@ -34,26 +34,35 @@ def merge_system_prompt(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def shape_structured(request: dict[str, Any], response_format: dict[str, Any], mode: str) -> dict[str, Any]:
-    """The request for one structured-output mode; ``response_format`` is the OpenAI json_schema form."""
+    """The request for one structured-output mode; ``response_format`` is the OpenAI json_schema form.
+
+    The audit prompts do not spell out their answer's shape: ``json_schema`` sends the schema as the API's
+    own field, and the other two modes write it into the prompt (``json_object`` also sends it as a grammar
+    for the servers that take one; OpenAI-compatible servers that do not would otherwise never see it)."""
     schema = (response_format.get("json_schema") or {}).get("schema") or {}
     shaped = dict(request)
     if mode == "json_schema":
         shaped["response_format"] = response_format
     elif mode == "json_object":
         # llama-cpp-python (and others) turn the schema into a grammar; plain OpenAI ignores it.
+        shaped["messages"] = _schema_in_prompt(request["messages"], schema)
         shaped["response_format"] = {"type": "json_object", "schema": schema}
     elif mode == "prompt":
-        messages = [dict(m) for m in request["messages"]]
-        instruction = ("Answer with one JSON object and nothing else (no prose, no code fence). "
-                       "It must follow this JSON Schema:\n" + json.dumps(schema, separators=(",", ":")))
-        # Before the data, never after it: text that comes after the narration is where an injected
-        # instruction would sit, so the instructions end where the data begins (issue 19).
-        first = messages[0] if messages and messages[0].get("role") in ("system", "user") else None
-        if first is None:
-            messages.insert(0, {"role": "system", "content": instruction})
-        else:
-            first["content"] = f"{first.get('content') or ''}\n\n{instruction}"
-        shaped["messages"], shaped["response_format"] = messages, None
+        shaped["messages"], shaped["response_format"] = _schema_in_prompt(request["messages"], schema), None
     else:
         raise ValueError(f"unknown structured-output mode {mode!r}; valid: {', '.join(OUTPUT_MODES[1:])}")
     return shaped
+
+
+def _schema_in_prompt(messages: list[dict[str, Any]], schema: dict[str, Any]) -> list[dict[str, Any]]:
+    copied = [dict(m) for m in messages]
+    instruction = ("Answer with one JSON object and nothing else (no prose, no code fence). "
+                   "It must follow this JSON Schema:\n" + json.dumps(schema, separators=(",", ":")))
+    # Before the data, never after it: text that comes after the narration is where an injected
+    # instruction would sit, so the instructions end where the data begins.
+    first = copied[0] if copied and copied[0].get("role") in ("system", "user") else None
+    if first is None:
+        copied.insert(0, {"role": "system", "content": instruction})
+    else:
+        first["content"] = f"{first.get('content') or ''}\n\n{instruction}"
+    return copied
