@@ -331,7 +331,8 @@ def cache_figures(episodes: Sequence[Episode]) -> dict[str, Any]:
     recorded prompt tokens: older files did not)."""
     prompt = sum(int(e.get("prompt_tokens") or 0) for e in episodes)
     cached = sum(int(e.get("cached_tokens") or 0) for e in episodes)
-    return {"prompt_tokens": prompt, "cached_tokens": cached,
+    written = sum(int(e.get("cache_write_tokens") or 0) for e in episodes)
+    return {"prompt_tokens": prompt, "cached_tokens": cached, "cache_write_tokens": written,
             "cached_share": round(cached / prompt, 6) if prompt else None}
 
 

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..core.ledger import LedgerFact
 from ..llm import Completion, ModelClient
+from ..llm.request import CacheBreak
 from ..llm.structured import NoValidAnswer, ask_again, ask_json, strip_fences
 from ..prompts import PROMPT_VERSION, call_nonce, macro, render
 from ..core.quotes import check_quote, quote_in  # noqa: F401 - quote_in is part of this module's API
@@ -41,6 +42,8 @@ ConflictType = Literal["fact", "commitment", "player_input"]
 CONFLICT_TYPES: tuple[str, ...] = ("fact", "commitment", "player_input")
 CommitmentState = Literal["PENDING", "SATISFIED", "VIOLATED"]
 
+# The commitment check's list of what it may find fulfilled (commitment_check.j2 gives it as this heading).
+_PENDING_HEADING = "PENDING COMMITMENTS:"
 STEPS = ("conflict_check", "conflict_confirmation", "fact_update", "trajectory_update", "commitment_check",
          "success_confirmation", "input_screen")
 # What makes a simulated player's input unfair (input_screen.j2 says each in full; docs/specs.md rule 7).
@@ -469,6 +472,7 @@ class LLMAuditor:
         return {
             "spec": spec, "ctx": ctx, "facts": facts, "node_index": index, "commitments": commitments,
             "nonce": nonce, "story": story, "ledger": ledger, "position_brief": position_brief,
+            "pending_heading": _PENDING_HEADING,
             "position": macro("_context", "position", spec, index, ctx, "full").rstrip(),
             # What the conflict check and both confirmations judge against: the whole story state.
             "judged": "\n\n".join((
@@ -511,6 +515,7 @@ class LLMAuditor:
         """
         ctx: TurnContext = base["ctx"]
         messages = render("conflict_check", **base)
+        breaks = cache_breaks("conflict_check", messages, base)
         raised: dict[tuple[Any, ...], tuple[Conflict, bool]] = {}  # flag key -> (latest version, verified)
         final: set[tuple[Any, ...]] | None = None
         answers: list[str] = []
@@ -518,7 +523,7 @@ class LLMAuditor:
         for attempt in range(1, self.max_attempts + 1):
             completion = await self.client.complete(
                 "auditor", self.model, messages, step="conflict_check", response_format=response_format("conflict_check"),
-                temperature=self.temperature)
+                temperature=self.temperature, cache_breaks=breaks)
             audit.calls.append(completion)
             answers.append(completion.text)
             answer, problems = decode_answer("conflict_check", completion.text)
@@ -579,14 +584,38 @@ class LLMAuditor:
                                                "problems": list(problems), "finish_reason": completion.finish_reason,
                                                "output_mode": completion.output_mode})
 
+        messages = render(step, **variables)
         try:
-            return await ask_json(self.client, "auditor", self.model, render(step, **variables), parse=parse,
+            return await ask_json(self.client, "auditor", self.model, messages, parse=parse,
                                   attempts=self.max_attempts, retry=_SCREEN_RETRY if step == "input_screen" else _RETRY,
                                   step=step, response_format=response_format(step),
                                   temperature=self.temperature if temperature is None else temperature,
-                                  on_answer=seen)
+                                  on_answer=seen, cache_breaks=cache_breaks(step, messages, variables))
         except NoValidAnswer as exc:
             raise AuditorError(step, exc.problems, exc.answers) from None
+
+
+# Where each step's prompt stops being fixed for the episode and where it stops changing slowly (prompts 6): the
+# blocks of ``LLMAuditor._variables`` that start the slow-changing part and the turn.
+_CACHE_PARTS: dict[str, tuple[str, str]] = {
+    "conflict_check": ("ledger", "turn"), "conflict_confirmation": ("ledger", "turn"),
+    "success_confirmation": ("ledger", "turn"), "fact_update": ("ledger", "turn_brief"),
+    "trajectory_update": ("position", "turn_brief"), "commitment_check": ("pending_heading", "turn_brief"),
+}
+
+
+def cache_breaks(step: str, messages: list[dict[str, Any]], variables: dict[str, Any]) -> list[CacheBreak]:
+    """Where a provider that caches only marked prefixes (Anthropic) should cache this step's prompt: the end of
+    its system message (the rules and the task: fixed for the run), and the user message up to the
+    slow-changing blocks (fixed for the episode) and up to the turn. Three breakpoints, within Anthropic's four."""
+    breaks: list[CacheBreak] = [(0, None)] if messages and messages[0]["role"] == "system" else []
+    user = len(messages) - 1
+    for part in _CACHE_PARTS.get(step, ()):
+        text = variables.get(part)
+        at = messages[user]["content"].find(text) if isinstance(text, str) and text else -1
+        if at > 0:
+            breaks.append((user, at))
+    return breaks
 
 
 # Retry with the problem spelled out: most invalid answers are near misses.

@@ -236,6 +236,7 @@ class EpisodeResult:
             "nodes": [dict(n) for n in self.nodes],
             "tokens": self.usage.tokens, "prompt_tokens": self.usage.prompt_tokens,
             "completion_tokens": self.usage.completion_tokens, "cached_tokens": self.usage.cached_tokens,
+            **({"cache_write_tokens": self.usage.cache_write_tokens} if self.usage.cache_write_tokens else {}),
             "cost_usd": round(self.usage.cost_usd, 8), "trace": self.trace,
             "speculative": {"calls": self.speculative.calls, "tokens": self.speculative.tokens,
                             "cost_usd": round(self.speculative.cost_usd, 8)},
@@ -291,6 +292,7 @@ class EpisodeResult:
         else:
             result.usage = Usage(prompt_tokens=int(prompt), completion_tokens=int(end.get("completion_tokens") or 0),
                                  cached_tokens=int(end.get("cached_tokens") or 0),
+                                 cache_write_tokens=int(end.get("cache_write_tokens") or 0),
                                  cost_usd=float(end.get("cost_usd", 0.0)))
         return result
 
@@ -892,7 +894,9 @@ def format_traceback(exc: BaseException) -> str:
 
 def _call_record(c: Completion) -> dict[str, Any]:
     return {"step": c.step, "model": c.model, "attempts": c.attempts, "prompt_tokens": c.prompt_tokens,
-            "completion_tokens": c.completion_tokens, "cached_tokens": c.cached_tokens, "cost_usd": c.cost_usd, "latency_s": round(c.latency_s, 4),
+            "completion_tokens": c.completion_tokens, "cached_tokens": c.cached_tokens,
+            **({"cache_write_tokens": c.cache_write_tokens} if c.cache_write_tokens else {}),
+            "cost_usd": c.cost_usd, "latency_s": round(c.latency_s, 4),
             "finish_reason": c.finish_reason, "output_mode": c.output_mode}
 
 

@@ -17,7 +17,7 @@ import re
 import time
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Sequence
 from urllib.parse import urlsplit
 
 from ..core.config import DEFAULT_MAX_TOKENS, OUTPUT_MODES, SYSTEM_PROMPT_MODES
@@ -25,7 +25,7 @@ from ..core.options import default
 from ..core.redact import scrub, url_secrets
 from .litellm_path import import_litellm, litellm_call
 from .prices import Price, price_of, prompt_token_bound
-from .request import merge_system_prompt, request_params, shape_structured
+from .request import CacheBreak, merge_system_prompt, request_params, shape_structured
 from .types import Completion, CostCapReached, ModelError, Role, Usage, current_usage
 
 
@@ -257,14 +257,20 @@ class ModelClient:
         repeat: int = 0,
         max_tokens: int | None = None,
         output_mode: str | None = None,
+        cache_breaks: Sequence[CacheBreak] = (),
     ) -> Completion:
         """One chat completion. ``response_format`` is the OpenAI json_schema form; how it is actually
-        asked for depends on the structured-output mode (``output_mode`` overrides the client's)."""
+        asked for depends on the structured-output mode (``output_mode`` overrides the client's).
+        ``cache_breaks``: where the prompt's parts that change less often end (``request.CacheBreak``); a provider
+        that caches only marked prefixes (Anthropic) gets ``cache_control`` breakpoints there."""
         if self.system_prompt == "merge":
             messages = merge_system_prompt(messages)
+            cache_breaks = ()  # the offsets were into the messages as they were
         request: dict[str, Any] = {"role": role, "model": model, "messages": messages, "step": step,
                                    "response_format": None, "temperature": temperature, "repeat": repeat,
                                    "max_tokens": max_tokens if max_tokens is not None else self.max_tokens_for(role)}
+        if cache_breaks:
+            request["cache_breaks"] = tuple(cache_breaks)
         if response_format is None:
             return await self._call(request, None)
         mode = output_mode or self.structured_output

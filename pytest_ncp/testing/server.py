@@ -1,4 +1,4 @@
-"""A scripted, local stand-in for an OpenAI-compatible chat-completions endpoint.
+"""A scripted, local stand-in for an OpenAI-compatible chat-completions endpoint (and Anthropic's Messages API).
 
 pytest-ncp drives narrators, players and auditors through litellm. Mocking litellm itself would
 skip the code paths that break in practice (request building, retries, rate-limit handling,
@@ -75,6 +75,9 @@ _ERROR_KINDS: dict[int, tuple[str, str]] = {
 }
 
 _CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+# Anthropic's Messages API (what litellm's anthropic route posts to, ``{api_base}/v1/messages``).
+_MESSAGES_PATHS = ("/v1/messages", "/messages")
+ANTHROPIC_JSON_TOOL = "json_tool_call"  # the tool litellm asks older Claude models to answer a schema with
 _MODEL_PATHS = ("/v1/models", "/models")
 _STATIC_MODELS = ("test-model", "narrator-model", "auditor-model")
 
@@ -164,23 +167,24 @@ class _Answer:
     usage: Mapping[str, Any] | None = None  # merged over the default usage block
 
 
+def _content_text(content: Any, parts: list[str]) -> None:
+    if isinstance(content, str):
+        parts.append(content)
+    elif isinstance(content, list):
+        for part in content:
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            elif isinstance(part, str):
+                parts.append(part)
+
+
 def _message_text(body: Mapping[str, Any]) -> str:
-    messages = body.get("messages")
-    if not isinstance(messages, list):
-        return ""
     parts: list[str] = []
-    for message in messages:
-        if not isinstance(message, Mapping):
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            parts.append(content)
-        elif isinstance(content, list):
-            for part in content:
-                if isinstance(part, Mapping) and isinstance(part.get("text"), str):
-                    parts.append(part["text"])
-                elif isinstance(part, str):
-                    parts.append(part)
+    _content_text(body.get("system"), parts)  # Anthropic's Messages API: the system prompt beside the messages
+    messages = body.get("messages")
+    for message in messages if isinstance(messages, list) else ():
+        if isinstance(message, Mapping):
+            _content_text(message.get("content"), parts)
     return "\n".join(parts)
 
 
@@ -207,6 +211,12 @@ def _json_schema_name(body: Mapping[str, Any]) -> tuple[bool, str | None]:
         return False, None
     name = schema.get("name")
     return True, name if isinstance(name, str) else None
+
+
+def _json_tool(body: Mapping[str, Any]) -> bool:
+    tools = body.get("tools")
+    return isinstance(tools, list) and any(isinstance(t, Mapping) and t.get("name") == ANTHROPIC_JSON_TOOL
+                                           for t in tools)
 
 
 def _word_count(text: str) -> int:
@@ -286,6 +296,10 @@ class _Handler(BaseHTTPRequestHandler):
 
 class ScriptedModelServer:
     """An OpenAI-compatible chat-completions server on 127.0.0.1 that answers from a script.
+
+    It also speaks Anthropic's Messages API at ``/v1/messages``: point litellm's ``anthropic/...`` models at
+    ``api_base=server.root_url`` and the same rules answer them (``usage`` in Anthropic's words: a test adds
+    ``cache_creation_input_tokens`` and ``cache_read_input_tokens``).
 
     It can imitate the self-hosted servers pytest-ncp meets (llama.cpp, Ollama, LM Studio...):
 
@@ -383,6 +397,11 @@ class ScriptedModelServer:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def root_url(self) -> str:
+        """The server without ``/v1``: the api_base of Anthropic models (litellm appends ``/v1/messages``)."""
+        return f"http://127.0.0.1:{self.port}"
 
     # -- script ----------------------------------------------------------------------------
 
@@ -533,6 +552,9 @@ class ScriptedModelServer:
         has_schema, step = _json_schema_name(body)
         step = step or headers.get(STEP_HEADER)
         format_type = _response_format_type(body)
+        anthropic = path in _MESSAGES_PATHS
+        if anthropic:  # a schema arrives as output_format or as litellm's JSON tool
+            has_schema = isinstance(body.get("output_format"), Mapping) or _json_tool(body)
         role = headers.get(ROLE_HEADER) or ("auditor" if has_schema or format_type else None)
         model = body.get("model") if isinstance(body.get("model"), str) else None
         # What the model would see: a template that drops system messages drops them from everything.
@@ -559,7 +581,7 @@ class ScriptedModelServer:
                 record(404)
                 self._send_error(handler, 404, f"No route for GET {path}", {})
             return
-        if path not in _CHAT_PATHS:
+        if path not in _CHAT_PATHS and not anthropic:
             record(404)
             self._send_error(handler, 404, f"No route for POST {path}", {})
             return
@@ -590,6 +612,15 @@ class ScriptedModelServer:
         record(answer.status)
 
         stream = body.get("stream") is True
+        if anthropic and answer.body is None:
+            if answer.status != 200:
+                self._send_json(handler, answer.status, {"type": "error", "error": {
+                    "type": _ERROR_KINDS.get(answer.status, ("api_error", ""))[0],
+                    "message": answer.content or f"Scripted error: HTTP {answer.status}"}}, answer.headers)
+            else:
+                self._send_json(handler, 200, self._message(body, model, text, answer.content or "", answer.usage),
+                                answer.headers)
+            return
         if answer.body is not None:
             content_type = "text/event-stream" if stream else "application/json"
             self._send(handler, answer.status, answer.body, content_type, answer.headers)
@@ -657,6 +688,27 @@ class ScriptedModelServer:
             ],
             "usage": self._usage(text, content, usage),
         }
+
+    def _message(self, body: Mapping[str, Any], model: str | None, text: str, content: str,
+                 usage: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """An answer of Anthropic's Messages API: the text, or a ``tool_use`` of litellm's JSON tool when the
+        request asked for a schema that way. ``usage`` (scripted) is merged over ``input_tokens`` and
+        ``output_tokens`` counted one per word; a test adds ``cache_creation_input_tokens`` and
+        ``cache_read_input_tokens`` as the API reports them (input_tokens then counts neither)."""
+        content, finish = self._limit(content, body.get("max_tokens"))
+        block: dict[str, Any] = {"type": "text", "text": content}
+        if _json_tool(body):
+            try:
+                block = {"type": "tool_use", "id": f"toolu_scripted_{next(self._ids)}", "name": ANTHROPIC_JSON_TOOL,
+                         "input": json.loads(content)}
+            except ValueError:
+                pass  # not JSON: answered as text, as a model that ignores the tool would
+        counted: dict[str, Any] = {"input_tokens": _word_count(text), "output_tokens": _word_count(content)}
+        counted.update(usage or {})
+        return {"id": f"msg_scripted_{next(self._ids)}", "type": "message", "role": "assistant",
+                "model": model or "unknown", "content": [block],
+                "stop_reason": "max_tokens" if finish == "length" else "tool_use" if block["type"] == "tool_use"
+                else "end_turn", "stop_sequence": None, "usage": counted}
 
     def _send_stream(
         self,
