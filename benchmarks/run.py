@@ -5,7 +5,7 @@
     python benchmarks/run.py --quick          # fewer turns and episodes, for a first look
 
 Every headline figure is a fresh process running ``ncp run`` with default options (fresh client, cold start
-included: interpreter, imports, the structured-output probe, as a user's CI run has it), against the bundled
+included: interpreter, imports, the first structured calls, as a user's CI run has it), against the bundled
 scripted server in a child process (its HTTP work shares the machine's cores, not our interpreter). The
 narrator is the built-in LLM narrator (one model call per turn), the auditor the real four-step audit, the
 player scripted; traces and results are written. Options other than defaults are named in each row:

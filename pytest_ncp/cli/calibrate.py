@@ -31,6 +31,16 @@ def _rate(text: str) -> float:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds (a number > 0), got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected seconds (a number > 0), got {text!r}")
+    return value
+
+
 def register(sub: Any) -> None:
     from ..calibration.goldset import DEFAULT_SET
     from ..core.config import RECORD_MODES
@@ -55,6 +65,13 @@ def register(sub: Any) -> None:
     p.add_argument("--record-mode", choices=RECORD_MODES,
                    help="record/replay the auditor calls to cassettes (none = replay only)")
     p.add_argument("--cassettes", metavar="DIR", help="cassette directory for --record-mode")
+    p.add_argument("--batch", action="store_true",
+                   help="send the auditor's calls through the provider's Batch API (OpenAI-compatible models): half "
+                        "the price, answers within 24 h; resumable: run the same command again after a kill "
+                        "(DIR/batches.json records what was sent); a call a batch leaves unanswered is an auditor "
+                        "error (docs/cost.md)")
+    p.add_argument("--batch-poll", type=_seconds, default=30.0, metavar="SECONDS",
+                   help="with --batch: how often a batch's status is asked for (default 30)")
     p.add_argument("--scripted", choices=SCRIPTED_MODES,
                    help="offline: audit against the bundled scripted server answering every case with its gold "
                         "label, never a conflict, a conflict of every type, garbage, or the gold label except "
@@ -91,6 +108,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                      "ncp calibrate")
     if args.record_mode and not args.cassettes:
         return usage("a record mode needs a cassette directory (--cassettes DIR)", "ncp calibrate")
+    if args.batch and args.record_mode:
+        return usage("--batch and --record-mode do not go together: a batch is recorded in DIR/batches.json",
+                     "ncp calibrate")
+    if args.batch and not args.auditor_model.startswith("openai/"):
+        return usage(f"--batch sends OpenAI-compatible models only (openai/...), not {args.auditor_model}",
+                     "ncp calibrate")
     if gold.problems:
         for problem in gold.problems:
             print(problem, file=sys.stderr)
@@ -110,7 +133,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("calibration-runs") / args.auditor_model.replace("/", "_")
     data = run_calibration(cases, model=args.auditor_model, api_base=args.api_base, concurrency=args.concurrency,
                            record_mode=args.record_mode, cassettes=args.cassettes, gold_dir=args.gold,
-                           client_settings=settings)
+                           client_settings=settings, batch_dir=out if args.batch else None,
+                           batch_poll=args.batch_poll)
     from ..calibration.audit import write_calibration
     from ..calibration.scoring import gate_problems
     from ..report.calibration import calibration_table
@@ -142,7 +166,8 @@ def _scripted(args: argparse.Namespace, gold: object) -> int:
 
 def run_calibration(cases: list, *, model: str, api_base: str | None = None, concurrency: int = 16,
                     record_mode: str | None = None, cassettes: str | None = None, gold_dir: str = "",
-                    client_settings: dict | None = None) -> dict:
+                    client_settings: dict | None = None, batch_dir: Path | None = None,
+                    batch_poll: float = 30.0) -> dict:
     """Audit every case with ``model`` and score it: the content of calibration.json.
 
     ``client_settings`` are the ``ModelClient`` options of ``cli.model_call_options`` (timeout, deadline,
@@ -155,8 +180,20 @@ def run_calibration(cases: list, *, model: str, api_base: str | None = None, con
     from ..llm import ModelClient, scrub
     from ..prompts import PROMPT_VERSION
 
-    client = ModelClient(api_base=api_base, concurrency=concurrency, **(client_settings or {}))
+    settings = dict(client_settings or {})
+    if batch_dir is not None:
+        # Every case at once, so each round of calls (the steps, then confirmations and retries) is one batch;
+        # a call waits for its batch, within the batch window (24 h), not an HTTP timeout.
+        concurrency = max(concurrency, len(cases))
+        settings.update(timeout=86400.0, deadline=86400.0)
+    client = ModelClient(api_base=api_base, concurrency=concurrency, **settings)
     transport = None
+    if batch_dir is not None:
+        from ..llm.batch import BatchTransport
+
+        client.transport = BatchTransport(state_dir=Path(batch_dir), api_base=api_base, poll=batch_poll,
+                                          quiet=min(1.0, batch_poll),
+                                          on_status=lambda line: print(line, file=sys.stderr, flush=True))
     if record_mode:
         from ..llm.cassette import CassetteTransport
 
@@ -173,5 +210,6 @@ def run_calibration(cases: list, *, model: str, api_base: str | None = None, con
         "api_base": scrub(api_base) if api_base else None, "set": str(gold_dir),
         "structured_output": client.structured_output,
         "structured_output_used": client.output_modes(),  # what ``auto`` chose per endpoint and model
+        **({"batches": list(client.transport.submitted)} if batch_dir is not None else {}),  # type: ignore[union-attr]
         "balance": balance(cases), "summary": score(rows), "rows": rows,
     }

@@ -33,6 +33,15 @@ class Price:
     output: float
     cached_input: float  # per prompt token served from the provider's cache
     cache_write: float | None = None  # per prompt token written to the cache (5-minute TTL); None: the input price
+    batch_input: float | None = None   # through the provider's Batch API; None: half the list price
+    batch_output: float | None = None
+
+    def batched(self) -> Price:
+        """The price of a call sent through the provider's Batch API: the map's batch rates, else half the list
+        price (what OpenAI, Anthropic and Google charge); cached reads at half too."""
+        return Price(self.input / 2 if self.batch_input is None else self.batch_input,
+                     self.output / 2 if self.batch_output is None else self.batch_output,
+                     self.cached_input / 2, None if self.cache_write is None else self.cache_write / 2)
 
     @property
     def write(self) -> float:
@@ -67,7 +76,9 @@ def price_of(model: str) -> Price | None:
                 continue
             cached = _number(info.get("cache_read_input_token_cost"))
             return Price(per_in or 0.0, per_out or 0.0, (per_in or 0.0) if cached is None else cached,
-                         _number(info.get("cache_creation_input_token_cost")))
+                         _number(info.get("cache_creation_input_token_cost")),
+                         _number(info.get("input_cost_per_token_batches")),
+                         _number(info.get("output_cost_per_token_batches")))
     return None
 
 
