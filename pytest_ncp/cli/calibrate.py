@@ -170,13 +170,14 @@ def run_calibration(cases: list, *, model: str, api_base: str | None = None, con
                     batch_poll: float = 30.0) -> dict:
     """Audit every case with ``model`` and score it: the content of calibration.json.
 
-    ``client_settings`` are the ``ModelClient`` options of ``cli.model_call_options`` (timeout, deadline,
-    max tokens, structured-output and system-prompt modes), the same as an ``ncp run`` would use.
+    ``client_settings`` are the RunConfig fields of the model-call options (``common.client_settings``: timeout,
+    deadline, max tokens, structured-output and system-prompt modes), the same as an ``ncp run`` would use.
     """
     from ..engine.auditor import LLMAuditor
     from ..calibration.audit import CALIBRATION_VERSION, audit_cases
     from ..calibration.goldset import balance
     from ..calibration.scoring import score
+    from ..core.config import RunConfig
     from ..llm import ModelClient, scrub
     from ..prompts import PROMPT_VERSION
 
@@ -186,7 +187,7 @@ def run_calibration(cases: list, *, model: str, api_base: str | None = None, con
         # a call waits for its batch, within the batch window (24 h), not an HTTP timeout.
         concurrency = max(concurrency, len(cases))
         settings.update(timeout=86400.0, deadline=86400.0)
-    client = ModelClient(api_base=api_base, concurrency=concurrency, **settings)
+    client = ModelClient.from_config(RunConfig(**{**settings, "api_base": api_base, "concurrency": concurrency}))
     transport = None
     if batch_dir is not None:
         from ..llm.batch import BatchTransport

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Sequence
 from urllib.parse import urlsplit
 
-from ..core.config import DEFAULT_MAX_TOKENS, OUTPUT_MODES, SYSTEM_PROMPT_MODES
+from ..core.config import DEFAULT_MAX_TOKENS, OUTPUT_MODES, SYSTEM_PROMPT_MODES, RunConfig
 from ..core.options import default
 from ..core.redact import scrub, url_secrets
 from .litellm_path import import_litellm, litellm_call
@@ -137,6 +137,20 @@ class ModelClient:
     _modes: dict[str, str] = field(default_factory=dict, repr=False)          # endpoint|model -> mode
     _mode_notes: dict[str, list[str]] = field(default_factory=dict, repr=False)  # why modes were skipped
     _refused_modes: dict[str, set[str]] = field(default_factory=dict, repr=False)  # endpoint|model -> refused
+
+    @classmethod
+    def from_config(cls, config: RunConfig, **host: Any) -> ModelClient:
+        """The one way to build a run's client: every model-call setting of ``config`` reaches it.
+
+        ``host`` holds what a caller decides itself, not the run (``ncp doctor``'s quick retries, a
+        fixture's endpoint): anything else would be a setting the option table does not know."""
+        settings: dict[str, Any] = {
+            "api_base": config.api_base, "timeout": config.timeout, "deadline": config.deadline,
+            "max_cost": config.max_cost, "max_retries": config.max_retries, "concurrency": config.concurrency,
+            "concurrency_per_endpoint": config.concurrency_per_endpoint, "max_tokens": dict(config.max_tokens),
+            "structured_output": config.structured_output, "system_prompt": config.system_prompt,
+        }
+        return cls(**{**settings, **host})
 
     def __post_init__(self) -> None:
         if self.structured_output not in OUTPUT_MODES:
