@@ -44,6 +44,7 @@ class BatchTransport:
         default_factory=dict, repr=False)
     _seen: dict[str, int] = field(default_factory=dict, repr=False)
     _timer: asyncio.TimerHandle | None = field(default=None, repr=False)
+    _flushes: set[asyncio.Task[None]] = field(default_factory=set, repr=False)  # held: the loop keeps weak refs
     _prices: dict[str, Price | None] = field(default_factory=dict, repr=False)
     submitted: list[str] = field(default_factory=list)  # batch ids this process sent or picked up
 
@@ -67,7 +68,12 @@ class BatchTransport:
         loop = asyncio.get_running_loop()
         if self._timer is not None:
             self._timer.cancel()
-        self._timer = loop.call_later(self.quiet, lambda: loop.create_task(self._flush()))
+        self._timer = loop.call_later(self.quiet, self._start_flush)
+
+    def _start_flush(self) -> None:
+        task = asyncio.get_running_loop().create_task(self._flush())
+        self._flushes.add(task)
+        task.add_done_callback(self._flushes.discard)
 
     async def _flush(self) -> None:
         pending, self._pending = self._pending, {}
