@@ -17,7 +17,9 @@ from typing import Any
 from pathlib import Path
 
 from ..testing.calibration import MODES as SCRIPTED_MODES
-from .common import EXIT_FAILED, EXIT_OK, add_options, client_settings, usage, whole_number
+from .common import (
+    EXIT_FAILED, EXIT_OK, add_batch_options, add_options, batch_problem, client_settings, usage, whole_number,
+)
 
 
 
@@ -28,16 +30,6 @@ def _rate(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a rate between 0 and 1, got {text!r}") from None
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"expected a rate between 0 and 1, got {text!r}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds (a number > 0), got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected seconds (a number > 0), got {text!r}")
     return value
 
 
@@ -65,13 +57,7 @@ def register(sub: Any) -> None:
     p.add_argument("--record-mode", choices=RECORD_MODES,
                    help="record/replay the auditor calls to cassettes (none = replay only)")
     p.add_argument("--cassettes", metavar="DIR", help="cassette directory for --record-mode")
-    p.add_argument("--batch", action="store_true",
-                   help="send the auditor's calls through the provider's Batch API (OpenAI-compatible models): half "
-                        "the price, answers within 24 h; resumable: run the same command again after a kill "
-                        "(DIR/batches.json records what was sent); a call a batch leaves unanswered is an auditor "
-                        "error (docs/cost.md)")
-    p.add_argument("--batch-poll", type=_seconds, default=30.0, metavar="SECONDS",
-                   help="with --batch: how often a batch's status is asked for (default 30)")
+    add_batch_options(p, "DIR/batches.json")
     p.add_argument("--scripted", choices=SCRIPTED_MODES,
                    help="offline: audit against the bundled scripted server answering every case with its gold "
                         "label, never a conflict, a conflict of every type, garbage, or the gold label except "
@@ -108,12 +94,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                      "ncp calibrate")
     if args.record_mode and not args.cassettes:
         return usage("a record mode needs a cassette directory (--cassettes DIR)", "ncp calibrate")
-    if args.batch and args.record_mode:
-        return usage("--batch and --record-mode do not go together: a batch is recorded in DIR/batches.json",
-                     "ncp calibrate")
-    if args.batch and not args.auditor_model.startswith("openai/"):
-        return usage(f"--batch sends OpenAI-compatible models only (openai/...), not {args.auditor_model}",
-                     "ncp calibrate")
+    refused = batch_problem(args, args.auditor_model)
+    if refused:
+        return usage(refused, "ncp calibrate")
     if gold.problems:
         for problem in gold.problems:
             print(problem, file=sys.stderr)
@@ -181,20 +164,16 @@ def run_calibration(cases: list, *, model: str, api_base: str | None = None, con
     from ..llm import ModelClient, scrub
     from ..prompts import PROMPT_VERSION
 
-    settings = dict(client_settings or {})
     if batch_dir is not None:
-        # Every case at once, so each round of calls (the steps, then confirmations and retries) is one batch;
-        # a call waits for its batch, within the batch window (24 h), not an HTTP timeout.
-        concurrency = max(concurrency, len(cases))
-        settings.update(timeout=86400.0, deadline=86400.0)
-    client = ModelClient.from_config(RunConfig(**{**settings, "api_base": api_base, "concurrency": concurrency}))
+        concurrency = max(concurrency, len(cases))  # every case at once: each round of calls is one batch
+    client = ModelClient.from_config(RunConfig(**{**(client_settings or {}), "api_base": api_base,
+                                                  "concurrency": concurrency}))
     transport = None
     if batch_dir is not None:
         from ..llm.batch import BatchTransport
 
-        client.transport = BatchTransport(state_dir=Path(batch_dir), api_base=api_base, poll=batch_poll,
-                                          quiet=min(1.0, batch_poll),
-                                          on_status=lambda line: print(line, file=sys.stderr, flush=True))
+        BatchTransport.attach(client, Path(batch_dir), poll=batch_poll,
+                              on_status=lambda line: print(line, file=sys.stderr, flush=True))
     if record_mode:
         from ..llm.cassette import CassetteTransport
 

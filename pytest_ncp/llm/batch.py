@@ -29,6 +29,7 @@ from .request import request_params
 from .types import Completion, ModelError, cached_tokens
 
 BATCH_STATE = "batches.json"
+BATCH_WINDOW = 86400.0  # seconds: a provider answers a batch within 24 hours
 ENDED = ("completed", "expired", "failed", "cancelled")
 
 
@@ -47,6 +48,17 @@ class BatchTransport:
     _flushes: set[asyncio.Task[None]] = field(default_factory=set, repr=False)  # held: the loop keeps weak refs
     _prices: dict[str, Price | None] = field(default_factory=dict, repr=False)
     submitted: list[str] = field(default_factory=list)  # batch ids this process sent or picked up
+
+    @classmethod
+    def attach(cls, client: Any, state_dir: Path, *, poll: float, on_status: Callable[[str], None]) -> BatchTransport:
+        """Send every call of ``client`` (a ``ModelClient``) through batches recorded in ``state_dir``. A call waits
+        for its batch within the batch window, not an HTTP timeout; the caller starts every independent call at
+        once (its concurrency), so that each round of them is one batch."""
+        transport = cls(state_dir=Path(state_dir), api_base=client.api_base, api_key=client.api_key, poll=poll,
+                        quiet=min(1.0, poll), on_status=on_status)
+        client.timeout = client.deadline = BATCH_WINDOW
+        client.transport = transport
+        return transport
 
     # --- the transport ----------------------------------------------------------------------------
     async def __call__(self, request: dict[str, Any]) -> Completion:

@@ -135,3 +135,20 @@ def test_batch_is_refused_for_models_it_cannot_send(tmp_path, capsys):
     code = main(["calibrate", "--set", str(ROOT / DEFAULT_SET), "--auditor-model", "anthropic/claude-haiku-4-5",
                  "--batch", "--out", str(tmp_path)])
     assert code == 2 and "--batch sends OpenAI-compatible models only" in capsys.readouterr().err
+
+
+def test_stability_in_batches_gives_the_flip_rates_of_calls_made_one_by_one(tmp_path, capsys):
+    from tests.conftest import SPECS
+
+    specs = [str(SPECS / f"{name}.yaml") for name in ("all-quiet", "caligari", "aelita")]
+    assert main(["demo", "--specs", *specs, "--max-turns", "10", "--max-error-rate", "1",
+                 "--out", str(tmp_path / "run")]) in (0, 1)
+    capsys.readouterr()
+    command = ["stability", str(tmp_path / "run"), "--votes", "3", "--clean-sample", "3", "--demo", "--json"]
+    assert main(command) == 0
+    direct = json.loads(capsys.readouterr().out)
+    assert main([*command, "--batch", "--batch-poll", "0.01"]) == 0
+    captured = capsys.readouterr()
+    batched = json.loads(captured.out)
+    assert direct["rows"]["conflicts"]["turns"] >= 1 and batched["rows"] == direct["rows"]
+    assert "submitted" in captured.err and (tmp_path / "run" / "stability-batches" / "batches.json").exists()
