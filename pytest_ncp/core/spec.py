@@ -440,7 +440,7 @@ def _check_world_rules(data: dict, add: Any, commitments: list[tuple[int, dict]]
                                           f"use another id (C1, C2, ...)")
 
 
-def _playthrough_problems(spec: NarrativeSpec, path: str, lines: dict[tuple, int]) -> list[SpecProblem]:
+def _playthrough_problems(spec: NarrativeSpec, path: str, lines: dict[tuple[str | int, ...], int]) -> list[SpecProblem]:
     """A playthrough proves its spec winnable: one turn per scripted input, every node advanced once and in
     order with its key delta quoted from that turn, every quote verifiable by the auditor's own matcher, and
     every achievement met by the end."""
