@@ -130,3 +130,16 @@ def test_lint_summary_counts_findings_per_rule(linty, tmp_path, capsys):
     assert rows["too-few-inputs"] == ["1", "1"]
     assert rows["future-sight"] == ["0", "0"]
     assert out[-1] == "2 spec(s) linted: 2 finding(s) in 2 spec(s)"
+
+
+def test_nodes_after_the_last_achievement_are_a_notice(tmp_path, capsys):
+    early = tmp_path / "early.yaml"
+    early.write_text(GOOD.replace("    depends_on: [penrose-arrested]\n", "    depends_on: [storm-night]\n", 1)
+                     .replace('text: "Penrose, the smuggler behind the missing keeper, answers to the law."',
+                              'text: "The ship in the storm passes the reef safely by the light of the lamp."', 1))
+    assert main(["lint", str(early)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert any(": unplayed-final-nodes (notice): every achievement is met by node 3 'storm-night', so an episode "
+               "ends in success there and never plays penrose-arrested" in line for line in out), out
+    assert main(["lint", str(CLEAN)]) == 0
+    assert "unplayed-final-nodes" not in capsys.readouterr().out
