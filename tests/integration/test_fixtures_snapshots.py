@@ -17,7 +17,7 @@ SPEC = {str(SPECS / "caligari.yaml")!r}
 TESTS = '''
 import pytest
 from conftest import SPEC
-from pytest_ncp.assertions import assert_commitment, assert_no_conflict, assert_termination
+from pytest_ncp import assert_commitment, assert_no_conflict, assert_termination
 
 
 class Echo:
