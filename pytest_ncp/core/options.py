@@ -438,6 +438,14 @@ OPTION: dict[str, Option] = {o.name: o for o in OPTIONS}
 PYTEST_OPTIONS: tuple[Option, ...] = tuple(o for o in OPTIONS if o.pytest)
 RUN_OPTIONS: tuple[Option, ...] = tuple(o for o in OPTIONS if o.ncp in (RUN, CALLS))
 CALL_OPTIONS: tuple[Option, ...] = tuple(o for o in OPTIONS if o.ncp == CALLS)
+# Settings few pytest users need, documented as ini keys first (README, "Expert settings"): their --ncp-*
+# flags keep working but stay out of `pytest --help`, so the flags a studio reads there are the ones it
+# uses (pytest-recording keeps its flags as few). `ncp`'s own subcommands list all of theirs.
+PYTEST_EXPERT: frozenset[str] = frozenset({
+    "max-response-chars", "player-retries", "max-tokens", "deadline", "concurrency-per-endpoint",
+    "structured-output", "system-prompt", "sequential-alpha", "sequential-cancel", "seed", "margin",
+    "canary-set", "canary-seed", "fork-samples", "no-pipeline",
+})
 CONFIG_OPTIONS: tuple[Option, ...] = tuple(o for o in OPTIONS if o.config)
 
 

@@ -8,6 +8,9 @@ applies the ``@pytest.mark.ncp(...)`` marker over these settings, and its own ar
 
 from __future__ import annotations
 
+# pytest's parser is argparse, which leaves an option out of --help only when its help *is* this object
+# (an equal string is not enough); pyproject's import contract allows this one import outside cli/.
+from argparse import SUPPRESS as _HIDDEN
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..core.config import RunConfig
-from ..core.options import FLAG, ITEMS, PATHS, PYTEST, PYTEST_OPTIONS, Option, Resolved, resolve_options
+from ..core.options import (
+    FLAG, ITEMS, PATHS, PYTEST, PYTEST_EXPERT, PYTEST_OPTIONS, Option, Resolved, resolve_options,
+)
 
 if TYPE_CHECKING:
     from ..analysis.metrics import Gate
@@ -39,7 +44,8 @@ def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup(GROUP, "narrative commitment preservation (pytest-ncp)")
     for option in PYTEST_OPTIONS:
         dest, ini_help = ini_key(option.name), option.help_for(PYTEST)
-        help_text = ini_help.replace("%", "%%")  # argparse formats option help with %
+        # The ini key's help is always listed; an expert setting's flag is an alias kept out of --help.
+        help_text = _HIDDEN if option.name in PYTEST_EXPERT else ini_help.replace("%", "%%")  # argparse: %
         if option.kind == FLAG:
             group.addoption(cli_flag(option.name), action="store_true", default=None, dest=dest, help=help_text)
             parser.addini(dest, ini_help, type="bool", default=False)
