@@ -112,6 +112,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    options.check_markers(config, items)  # also without a narrator: run_episode reads the marker in any test
     ncp = _ncp(config)
     if ncp is None:
         return
@@ -123,6 +124,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     from .collect import failures_first
 
     failures_first(config, items, ncp.settings.failures_only)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    options.fail_on_marker_problems(item)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
