@@ -39,6 +39,13 @@ def _xdist_workers(config: pytest.Config) -> int:
     return n if isinstance(n, int) and n > 0 and config.pluginmanager.hasplugin("xdist") else 0
 
 
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    if early_config.pluginmanager.hasplugin("xdist"):
+        from .xdist import default_dist
+
+        default_dist(early_config, args)  # -n without --dist: --dist loadscope
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{options.MARKER}(**settings): a pytest-ncp narrative test; as a marker on "
                                        "a hand-written test, overrides run_episode settings (max_turns, player, ...)")
@@ -50,6 +57,10 @@ def pytest_configure(config: pytest.Config) -> None:
         from .estimate import print_estimate
 
         print_estimate(config, settings)  # then exits 0: nothing is collected or run, no model is called
+    if config.pluginmanager.hasplugin("xdist"):
+        from .xdist import check_dist
+
+        check_dist(config)
     is_worker = hasattr(config, "workerinput")
     trace_root = settings.report or _trace_root(config)
     from .sequential import STOP_FILE_KEY
