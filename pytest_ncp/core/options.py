@@ -368,7 +368,7 @@ OPTIONS: tuple[Option, ...] = (
            "be priced", config=RECORDED, metavar="USD"),
     Option("estimate", flag, False, "print an upper bound of the run's model calls, tokens and list-price cost "
            "(per role and audit step), then exit 0 without calling a model", kind=FLAG),
-    # --- gates that decide early (issue 21, docs/gates.md) ---
+    # --- gates that decide early (docs/gates.md) ---
     Option("seed", whole(0), 0, "seed of the episode order: episodes start in a seeded random order of (spec, repeat), "
            "the order a sequential gate reads their outcomes in; the same seed and episodes give the same order",
            config=RECORDED, metavar="N"),

@@ -218,7 +218,7 @@ def test_bundled_specs_are_lint_clean(bundled_lint):
     assert [str(f) for f in findings if f.rule in BASE_RULES] == []
 
 
-# The playability rules came before the rewrite of the 100 specs (branches specs-a/b/c, issue 11).
+# The playability rules came before the rewrite of the 100 specs (branches specs-a/b/c).
 # strict: once the rewritten specs are clean this XPASSes and fails, so the marker cannot outlive them.
 def test_bundled_specs_are_clean_under_the_playability_rules(bundled_lint):
     findings, _ = bundled_lint

@@ -1,4 +1,4 @@
-"""The two rules on what the narrator can show (issue 22): inputs that presuppose what it has not shown yet,
+"""The two rules on what the narrator can show: inputs that presuppose what it has not shown yet,
 and key deltas that are the player character's own decision, feeling or knowledge.
 
 Like test_lint_story.py, every test edits the clean spec (tests/fixtures/lint_clean_spec.yaml, the

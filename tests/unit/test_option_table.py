@@ -82,10 +82,10 @@ def test_run_config_fields_and_defaults_come_from_the_table():
 
 
 def test_the_resume_fingerprint_covers_every_setting_that_can_change_a_verdict():
-    # Issue 19: --resume kept episodes after changes the old fingerprint (narrator, models, player, max_turns,
+    # --resume used to keep episodes after changes the old fingerprint (narrator, models, player, max_turns,
     # prompt version) did not see: the demo flag, the endpoint, max tokens, the output and system-prompt modes,
-    # the package version, the world rules. Only how a run is served and scheduled stays out. Issue 23 added
-    # audit_votes and player_retries: both change verdicts.
+    # the package version, the world rules. Only how a run is served and scheduled stays out;
+    # audit_votes and player_retries change verdicts too.
     assert set(FINGERPRINT_FIELDS) == {"narrator", "narrator_model", "player", "player_model", "auditor_model",
                                        "api_base", "max_turns", "max_response_chars", "max_tokens",
                                        "structured_output", "system_prompt", "record_mode", "demo",
