@@ -18,13 +18,15 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from .analysis.compare import compare_runs
     from .analysis.metrics import Gate, compute_metrics
-    from .analysis.results import EpisodeRecord, RunResults, load_results
+    from .analysis.results import RunResults, load_results
     from .analysis.verdict import Verdict, decide
     from .core.config import RunConfig
+    from .core.endings import Termination
     from .core.ledger import FactLedger
+    from .core.records import EpisodeRecord
     from .core.spec import NarrativeSpec, SpecError, load_spec, load_specs
     from .engine.auditor import Auditor, AuditorError, LLMAuditor, TurnAudit, TurnContext
-    from .engine.episode import Episode, EpisodeResult, Termination
+    from .engine.episode import Episode, EpisodeResult
     from .engine.narrators import (
         LLMNarrator, MemoryNarrator, Narrator, NarratorContext, SpeculationSafe, SupportsOpening, SupportsReset,
         SupportsRestore, load_narrator,
@@ -50,9 +52,9 @@ _EXPORTS = {
     "NarrativeSpec": "core.spec", "load_spec": "core.spec", "load_specs": "core.spec", "SpecError": "core.spec",
     "RunConfig": "core.config",
     # running episodes, and what they produce
-    "Episode": "engine.episode", "EpisodeResult": "engine.episode", "Termination": "engine.episode",
+    "Episode": "engine.episode", "EpisodeResult": "engine.episode", "Termination": "core.endings",
     "FactLedger": "core.ledger", "Runner": "engine.runner",
-    "RunResults": "analysis.results", "EpisodeRecord": "analysis.results", "load_results": "analysis.results",
+    "RunResults": "analysis.results", "EpisodeRecord": "core.records", "load_results": "analysis.results",
     # judging a run
     "compute_metrics": "analysis.metrics", "Gate": "analysis.metrics",
     "Verdict": "analysis.verdict", "decide": "analysis.verdict", "compare_runs": "analysis.compare",

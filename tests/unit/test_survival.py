@@ -13,16 +13,22 @@ from pytest_ncp.analysis.metrics import (
 )
 from pytest_ncp.analysis.verdict import decide
 from pytest_ncp.core.exit_codes import EXIT_ERROR_BUDGET, EXIT_GATE_FAILED
+from pytest_ncp.core.records import EpisodeRecord
 from pytest_ncp.report.verdict import budget_line, gate_line
 
 
-def ep(termination, turns, *, spec="s", repeat=0, kind=None, held=None):
+def _ep_dict(termination, turns, *, spec="s", repeat=0, kind=None, held=None):
     """An episode record; conflicts happen at ``turns``; ``kind`` is an error's kind."""
     return {"spec_id": spec, "repeat": repeat, "termination": termination, "turns": turns, "progress": 0.5,
             "satisfied": 0.5, "held": held,
             "failure": {"turn": turns, "type": termination.split(":")[1]} if termination.startswith("conflict:") else None,
             "error": {"kind": kind or "auditor", "message": "m"} if termination == "error" else None,
             "tokens": 0, "cost_usd": 0.0}
+
+
+def ep(*args, **kwargs):
+    """The typed record the engine produces."""
+    return EpisodeRecord.model_validate(_ep_dict(*args, **kwargs))
 
 
 def many(n, termination, turns, **kw):
@@ -202,10 +208,11 @@ def test_compare_does_not_call_early_failures_alone_a_comparison_at_a_later_turn
 def test_a_cancelled_episode_is_left_out_of_every_rate_like_a_cut_one():
     # Ended by the run after an early gate decision: unfinished, so never conflict-free, never in pass^k.
     from pytest_ncp.analysis.metrics import compute_metrics
+    from pytest_ncp.core.records import EpisodeRecord
 
     def ep(spec, repeat, termination, turns):
-        return {"spec_id": spec, "repeat": repeat, "termination": termination, "turns": turns, "progress": 0.0,
-                "satisfied": 0.0, "failure": None, "error": None}
+        return EpisodeRecord(spec_id=spec, repeat=repeat, termination=termination, turns=turns, progress=0.0,
+                             satisfied=0.0)
 
     m = compute_metrics([ep("a", 0, "turn_limit", 5), ep("a", 1, "cancelled", 2), ep("b", 0, "budget", 1)],
                         survival_turn=5)
