@@ -11,10 +11,12 @@ import yaml
 from pytest_ncp.cli import main
 from pytest_ncp.core.spec import load_spec, load_specs
 from pytest_ncp.engine.auditor import LLMAuditor
-from pytest_ncp.engine.episode import Episode, Termination
+from pytest_ncp.core.endings import Termination
+from pytest_ncp.engine.episode import Episode
 from pytest_ncp.engine.players import ScriptedPlayer
 from pytest_ncp.llm import ModelClient
-from pytest_ncp.narrators import NarratorContext, ReferenceNarrator
+from pytest_ncp.engine.narrators import NarratorContext
+from pytest_ncp.narrators import ReferenceNarrator
 from pytest_ncp.testing import ScriptedModelServer
 from pytest_ncp.testing.demo import install_demo_script
 from pytest_ncp.testing.reference import install_reference_auditor

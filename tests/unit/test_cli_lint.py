@@ -71,9 +71,11 @@ def test_validate_strict_adds_lint_findings(linty, capsys):
                                      "strict: 1 lint finding(s) in 1 spec(s)"]
 
 
-def test_validate_strict_passes_on_all_bundled_specs(capsys):
-    assert main(["validate", "--strict", str(SPECS)]) == 0, capsys.readouterr().out
-    # Benchmark specs still without a playthrough are notices, which do not fail (their count falls as they land).
+def test_validate_strict_passes_on_bundled_specs(capsys):
+    # Three specs prove the command's wiring; that all 100 are lint clean is test_lint.py's (shared) check.
+    chosen = [str(SPECS / f"{name}.yaml") for name in ("caligari", "nosferatu", "metropolis")]
+    assert main(["validate", "--strict", *chosen]) == 0, capsys.readouterr().out
+    # Benchmark specs still without a playthrough are notices, which do not fail.
     assert capsys.readouterr().out.splitlines()[-1].startswith("strict: 0 lint finding(s) in 0 spec(s)")
 
 
