@@ -1,4 +1,4 @@
-"""No narration can close its data block or speak to the auditor from outside it (issue 19, attack class 4).
+"""No narration can close its data block or speak to the auditor from outside it.
 
 Every auditor step, the input screen and both simulated players are rendered with untrusted text carrying every spelling of
 a closing tag we know of; the only closing tags left in the prompt must be the prompt's own, one per block,
@@ -171,7 +171,7 @@ def test_simulated_players_read_narration_as_data_that_cannot_steer_them(ctx, pe
 
 
 def test_the_input_screen_holds_the_input_and_the_story_so_far_as_data(ctx):
-    # Issue 23's screen reads a simulated player's input and the narrations before it: neither may close its
+    # The input screen reads a simulated player's input and the narrations before it: neither may close its
     # block or address the screen from outside it (an unfair input talked through would be blamed on the narrator).
     screen = ScreenContext(spec=ctx.spec, turn=3, player_input=PLAYER_INPUT,
                            history=[(PLAYER_INPUT, PREVIOUS), ("", NARRATION)])
