@@ -26,7 +26,7 @@ from ..llm import (
 from .narrators import Narrator, NarratorContext, accepts_argument, call_maybe_async
 from .players import Player, PlayerView, ScriptedPlayer
 from ..core.quotes import words
-from ..core.reading import read
+from ..core.reading import read, unreadable
 from ..core.safe_text import one_line
 from ..prompts import PROMPT_VERSION
 from ..core.spec import NarrativeSpec
@@ -860,6 +860,8 @@ def _check_response(response: Any, where: str, max_chars: int = DEFAULT_MAX_RESP
         raise _EpisodeError(ErrorInfo("narrator", f"{where} returned {type(response).__name__}, expected str"))
     if not response.strip():
         raise _EpisodeError(ErrorInfo("narrator", f"{where} returned an empty response"))
+    if (problem := unreadable(response)) is not None:
+        raise _EpisodeError(ErrorInfo("narrator", f"{where} returned text a reader cannot read one way: {problem}"))
     if words(response) == 0:
         raise _EpisodeError(ErrorInfo("narrator", f"{where} returned no words a reader can read "
                                                   f"({one_line(response, 60)!r}): nothing to audit"))
