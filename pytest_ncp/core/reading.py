@@ -93,10 +93,10 @@ def _resolve_line(line: str) -> str | None:
     body = line.rstrip("\r\n")
     end = line[len(body):]
     base = "R" if get_base_level(body) == 1 else "L"
-    shown = _BIDI_RE.sub("", get_display(body, base_dir=base))
+    shown = _BIDI_RE.sub("", str(get_display(body, base_dir=base)))
     # A display lays a line out left to right; reading order is the control-free text with that layout
     # (for simple runs laying out is its own inverse, so one more layout gives it). Checked: never guessed.
-    reading = get_display(shown, base_dir=base)
+    reading = str(get_display(shown, base_dir=base))
     if get_display(reading, base_dir=base) != shown:
         return None
     return reading + end
