@@ -499,6 +499,9 @@ class LLMAuditor:
         messages = render("conflict_check", **base)
         raised: dict[tuple[Any, ...], tuple[Conflict, bool]] = {}  # flag key -> (latest version, verified)
         final: set[tuple[Any, ...]] | None = None
+        settled: set[str] = set()  # conflict types the valid answer names
+        # Conflicts named in a refused answer that cannot go to confirmation as named: (type, what was said).
+        unsettled: list[tuple[str | None, str]] = []
         answers: list[str] = []
         problems: list[str] = []
         for attempt in range(1, self.max_attempts + 1):
@@ -509,21 +512,30 @@ class LLMAuditor:
             answers.append(completion.text)
             answer, problems = decode_answer("conflict_check", completion.text)
             repairs: list[str] = []
-            if answer is not None:
-                for i, c in enumerate(answer.conflicts):
-                    id_problems, quote_problem = _flag_problems(c, i, ctx)
+            # Every conflict the answer names counts, also in an answer refused as a whole (an unexpected key,
+            # prose after the JSON): an invalid answer never makes a flag vanish.
+            named = answer.conflicts if answer is not None else _named_conflicts(completion.text)
+            for i, c in enumerate(named):
+                if isinstance(c, tuple):  # named, but not as a conflict the schema allows
+                    unsettled.append((c[0], f"attempt {attempt}: {c[1]}"))
+                    continue
+                id_problems, quote_problem = _flag_problems(c, i, ctx)
+                if answer is not None:
                     problems += id_problems
                     if quote_problem:
                         problems.append(quote_problem)
-                    if id_problems:
-                        continue
-                    key = _flag_key(c)
-                    if quote_problem:
-                        repairs.append(f"conflicts[{i}] ({_flag_name(c)})")
-                    if key not in raised or not raised[key][1]:
-                        raised[key] = (c, quote_problem is None)
+                if id_problems:
+                    # Not confirmable as named (an unknown or mismatched id): it must be settled by a valid answer.
+                    unsettled.append((c.type, f"attempt {attempt}: {_flag_name(c)} ({'; '.join(id_problems)})"))
+                    continue
+                key = _flag_key(c)
+                if quote_problem:
+                    repairs.append(f"conflicts[{i}] ({_flag_name(c)})")
+                if key not in raised or not raised[key][1]:
+                    raised[key] = (c, quote_problem is None)
             if not problems and answer is not None:
                 final = {_flag_key(c) for c in answer.conflicts}
+                settled = {c.type for c in answer.conflicts}
                 break
             if completion.truncated:
                 problems = [*problems, f"the answer was cut at max_tokens={completion.max_tokens} "
@@ -544,6 +556,12 @@ class LLMAuditor:
             else:
                 flags.append((conflict, "unverified"))
         unresolved = None if final is not None else AuditorError("conflict_check", problems, answers)
+        dropped = [said for kind, said in unsettled if kind is None or kind not in settled]
+        if unresolved is None and dropped:
+            # The valid answer names no conflict of the type a refused one raised: nothing settles that flag.
+            unresolved = AuditorError("conflict_check", [
+                "a conflict named in a refused answer was not confirmed or repaired by the valid one: "
+                + "; ".join(dropped)], answers)
         if unresolved is not None and not flags:
             raise unresolved
         return flags, unresolved
@@ -712,6 +730,40 @@ def _flag_problems(c: Conflict, i: int, ctx: TurnContext) -> tuple[list[str], st
         problems.append(f"{where}: there is no player input at the opening turn")
     quote_problem = check_quote(c.quote, ctx.response)
     return problems, f"{where}: {quote_problem}" if quote_problem else None
+
+
+def _named_conflicts(text: str) -> list[Conflict | tuple[str | None, str]]:
+    """The conflicts an answer refused as a whole names: the first JSON object in it, read leniently (prose
+    after it, other keys and a repeated ``conflicts`` key allowed). Each entry is a ``Conflict`` when it is
+    one, else (its type when it gives one, a description of what was named)."""
+    body = strip_fences(text)
+    start = body.find("{")
+    if start < 0:
+        return []
+    lists: list[Any] = []
+
+    def collect(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        lists.extend(v for k, v in pairs if k == "conflicts")
+        return dict(pairs)
+
+    try:
+        data, _ = json.JSONDecoder(object_pairs_hook=collect).raw_decode(body[start:])
+    except json.JSONDecodeError:
+        return [(None, "an answer naming conflicts that is not JSON")] if '"type"' in body else []
+    if not isinstance(data, dict):
+        return []
+    named: list[Conflict | tuple[str | None, str]] = []
+    for value in lists:
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, dict):
+                continue  # the object hook also sees nested objects: only list entries are flags
+            fields = {k: item[k] for k in Conflict.model_fields if k in item}
+            try:
+                named.append(Conflict.model_validate(fields, strict=True))
+            except ValidationError:
+                kind = item.get("type")
+                named.append((kind if isinstance(kind, str) else None, f"a malformed conflict {json.dumps(item)[:200]}"))
+    return named
 
 
 def _flag_key(c: Conflict) -> tuple[Any, ...]:
