@@ -260,6 +260,10 @@ class RunConfigRecord(_Record):
                                                              "when none.")
     max_response_chars: int | None = Field(default=None, ge=1, description="A narrator response longer than this "
                                                                          "was the narrator's error, before any audit.")
+    max_response_tokens: int | None = Field(default=None, ge=1, description="The same limit in tokens of the "
+                                                                          "auditor's tokenizer (or a conservative bound).")
+    auditor_context_tokens: int | None = Field(default=None, ge=1, description="The auditor's input window when "
+                                                                             "litellm does not know the model.")
     audit_votes: int | None = Field(default=None, ge=1, description="Confirmation samples per flagged conflict "
                                                                     "(`--audit-votes`); absent: 1.")
     player_retries: int | None = Field(default=None, ge=0, description="Regenerations of an unfair simulated "

@@ -88,6 +88,8 @@ class RunConfig:
     api_base: str | None = default("api-base")
     max_turns: int = default("max-turns")
     max_response_chars: int = default("max-response-chars")
+    max_response_tokens: int = default("max-response-tokens")
+    auditor_context_tokens: int = default("auditor-context-tokens")
     audit_votes: int = default("audit-votes")          # confirmation samples per flagged conflict
     player_retries: int = default("player-retries")    # regenerations of an unfair simulated input
     repeats: int = default("repeats")

@@ -31,7 +31,8 @@ from typing import Any, Literal, Protocol, Sequence
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..core.ledger import LedgerFact
-from ..llm import Completion, ModelClient
+from ..core.options import DEFAULT_AUDITOR_CONTEXT_TOKENS
+from ..llm import Completion, ModelClient, ModelError
 from ..llm.structured import NoValidAnswer, ask_again, ask_json, strip_fences
 from ..prompts import PROMPT_VERSION, call_nonce, macro, render
 from ..core.quotes import check_quote, quote_in  # noqa: F401 - quote_in is part of this module's API
@@ -292,6 +293,24 @@ class AuditorError(Exception):
                          + "; ".join(self.problems))
 
 
+class PromptTooLarge(Exception):
+    """An audit prompt that does not fit the auditor's context window (checked before sending it, or refused by
+    the endpoint). ``narrator_caused``: the narrator's own text (this turn's and the previous narration) is
+    what makes it too large, so it is the narrator's error; otherwise the model endpoint's."""
+
+    def __init__(self, step: str, tokens: int, limit: int, narration: int, *, refused: bool = False):
+        self.step, self.tokens, self.limit, self.narration = step, tokens, limit, narration
+        self.refused = refused
+        # Checked before sending: without the narration it would fit. Refused by the endpoint (whose count we
+        # only estimate): the narration is most of the prompt.
+        self.narrator_caused = narration * 2 > tokens if refused else tokens - narration <= limit
+        said = ("the endpoint refused it as over its context window" if refused
+                else f"over the auditor's context of {limit:,} tokens")
+        super().__init__(f"the {step} prompt is about {tokens:,} tokens, {said}; the narration is {narration:,} "
+                         "of them" + (" (narrator's text makes it too large: shorten the narration)"
+                                      if self.narrator_caused else ""))
+
+
 class Auditor(Protocol):
     """What the episode needs from an auditor. ``LLMAuditor`` is the fixed protocol; tests may swap it.
 
@@ -314,6 +333,40 @@ class LLMAuditor:
     prompt_version: str = PROMPT_VERSION
     votes: int = 1  # confirmation samples per flagged conflict (--audit-votes); a strict majority stands
     vote_temperature: float = VOTE_TEMPERATURE  # of every sample when votes > 1
+    # The auditor's input window when litellm's model map does not know the model (--auditor-context-tokens).
+    context_tokens: int = DEFAULT_AUDITOR_CONTEXT_TOKENS
+
+    def context_limit(self) -> int:
+        """Tokens an audit prompt may take: the model's window (litellm's map, else ``context_tokens``) less
+        the room its answer needs."""
+        from ..llm.tokens import context_tokens
+
+        window = context_tokens(self.model) or self.context_tokens
+        answer = self.client.max_tokens_for("auditor") if hasattr(self.client, "max_tokens_for") else 1024
+        return max(1, window - answer)
+
+    def _narration_tokens(self, ctx: Any) -> int:
+        from ..llm.tokens import count_tokens
+
+        texts = [getattr(ctx, "response", None), getattr(ctx, "previous_response", None)]
+        return sum(count_tokens(self.model, t)[0] for t in texts if isinstance(t, str))
+
+    def _fit(self, step: str, messages: list[dict[str, Any]], ctx: Any) -> None:
+        """Raise PromptTooLarge before sending a prompt that cannot fit the auditor's window."""
+        from ..llm.tokens import count_messages
+
+        tokens, limit = count_messages(self.model, messages), self.context_limit()
+        if tokens > limit:
+            raise PromptTooLarge(step, tokens, limit, self._narration_tokens(ctx))
+
+    def _refused(self, step: str, exc: ModelError, messages: list[dict[str, Any]], ctx: Any) -> BaseException:
+        """A model error as it stands, or PromptTooLarge when the endpoint refused the prompt's size."""
+        from ..llm.tokens import context_refusal, count_messages
+
+        if not context_refusal(exc):
+            return exc
+        return PromptTooLarge(step, count_messages(self.model, messages), self.context_limit(),
+                              self._narration_tokens(ctx), refused=True)
 
     async def audit(self, ctx: TurnContext) -> TurnAudit:
         audit = TurnAudit(turn=ctx.turn)
@@ -329,6 +382,14 @@ class LLMAuditor:
                    and c.kind != "invariant"]
         node = ctx.spec.trajectory[ctx.node_index] if ctx.node_index < len(ctx.spec.trajectory) else None
         base = self._variables(ctx)
+        # Every step's prompt is measured before any is sent: a turn too large to audit makes no call.
+        self._fit("conflict_check", render("conflict_check", **base), ctx)
+        self._fit("fact_update", render("fact_update", **base), ctx)
+        if node is not None:
+            self._fit("trajectory_update", render("trajectory_update", node=node, **base), ctx)
+        if pending:
+            self._fit("commitment_check", render("commitment_check", **base,
+                                                 pending=[self._commitment_view(c, ctx) for c in pending]), ctx)
 
         jobs: dict[str, Any] = {
             "conflict_check": self._check_conflicts(audit, base),
@@ -497,6 +558,7 @@ class LLMAuditor:
         """
         ctx: TurnContext = base["ctx"]
         messages = render("conflict_check", **base)
+        self._fit("conflict_check", messages, ctx)
         raised: dict[tuple[Any, ...], tuple[Conflict, bool]] = {}  # flag key -> (latest version, verified)
         final: set[tuple[Any, ...]] | None = None
         settled: set[str] = set()  # conflict types the valid answer names
@@ -505,9 +567,12 @@ class LLMAuditor:
         answers: list[str] = []
         problems: list[str] = []
         for attempt in range(1, self.max_attempts + 1):
-            completion = await self.client.complete(
-                "auditor", self.model, messages, step="conflict_check", response_format=response_format("conflict_check"),
-                temperature=self.temperature)
+            try:
+                completion = await self.client.complete(
+                    "auditor", self.model, messages, step="conflict_check",
+                    response_format=response_format("conflict_check"), temperature=self.temperature)
+            except ModelError as exc:
+                raise self._refused("conflict_check", exc, messages, ctx) from exc
             audit.calls.append(completion)
             answers.append(completion.text)
             answer, problems = decode_answer("conflict_check", completion.text)
@@ -583,14 +648,21 @@ class LLMAuditor:
                                                "problems": list(problems), "finish_reason": completion.finish_reason,
                                                "output_mode": completion.output_mode})
 
+        messages = render(step, **variables)
+        if step != "input_screen":
+            self._fit(step, messages, ctx)
         try:
-            return await ask_json(self.client, "auditor", self.model, render(step, **variables), parse=parse,
+            return await ask_json(self.client, "auditor", self.model, messages, parse=parse,
                                   attempts=self.max_attempts, retry=_SCREEN_RETRY if step == "input_screen" else _RETRY,
                                   step=step, response_format=response_format(step),
                                   temperature=self.temperature if temperature is None else temperature,
                                   on_answer=seen)
         except NoValidAnswer as exc:
             raise AuditorError(step, exc.problems, exc.answers) from None
+        except ModelError as exc:
+            if step == "input_screen":
+                raise
+            raise self._refused(step, exc, messages, ctx) from exc
 
 
 # Retry with the problem spelled out: most invalid answers are near misses.

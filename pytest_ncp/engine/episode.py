@@ -16,8 +16,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, Callable, Sequence
 
-from .auditor import Auditor, AuditorError, CommitmentState, ScreenContext, TurnAudit, TurnContext
+from .auditor import Auditor, AuditorError, CommitmentState, PromptTooLarge, ScreenContext, TurnAudit, TurnContext
 from ..core.config import DEFAULT_MAX_RESPONSE_CHARS, episode_key, episode_name
+from ..core.options import DEFAULT_MAX_RESPONSE_TOKENS
 from ..core.options import default
 from ..core.ledger import FactLedger
 from ..llm import (
@@ -354,6 +355,9 @@ class Episode:
     # A longer response is the narrator's error before any audit call (issue 19): padded past the
     # auditor's context window it would otherwise become a model error, outside survival.
     max_response_chars: int = DEFAULT_MAX_RESPONSE_CHARS
+    # The same in tokens of the auditor's tokenizer (a conservative bound when litellm does not know it):
+    # the unit the auditor's window overflows in.
+    max_response_tokens: int = DEFAULT_MAX_RESPONSE_TOKENS
     client: ModelClient | None = None
     narrator_model: str | None = None
     trace_path: str | Path | None = None
@@ -469,7 +473,7 @@ class Episode:
             self._mark(turn, self.start.player_input)
             played = await self._play(turn, tuple(history), player_input=self.start.player_input)
         elif (opening := await self._guard("narrator", self._opening, history)) is not None:
-            _check_response(opening, "opening()", self.max_response_chars)
+            self._check_response(opening, "opening()")
             played, turn = (None, str(opening)), 0
         else:
             self._mark(1)
@@ -522,11 +526,22 @@ class Episode:
         try:
             response = await self._guard("narrator", call_maybe_async, self.narrator.respond,
                                          player_input, self._context(turn, list(history)))
-            _check_response(response, "respond()", self.max_response_chars)
+            self._check_response(response, "respond()")
         except _EpisodeError as exc:
             exc.player_input = player_input  # the evidence of the errored turn, also when played ahead
             raise
         return str(response)
+
+    def _check_response(self, response: Any, where: str) -> None:
+        _check_response(response, where, self.max_response_chars)
+        from ..llm.tokens import count_tokens
+
+        model = getattr(self.auditor, "model", None)
+        tokens, exact = count_tokens(model if isinstance(model, str) else None, response)
+        if tokens > self.max_response_tokens:
+            how = f"{model}'s tokenizer" if exact else "a conservative count; litellm knows no tokenizer for the auditor"
+            raise _EpisodeError(ErrorInfo("narrator", f"{where} returned about {tokens:,} tokens ({how}), over the "
+                                                      f"limit of {self.max_response_tokens:,} (--max-response-tokens)"))
 
     def _screening(self) -> bool:
         """Whether this episode screens its player's inputs: a simulated (not scripted) player, an auditor
@@ -808,6 +823,9 @@ class Episode:
                 raise _Cut("max-cost", str(cut)) from exc
             audit = getattr(exc, "audit", None)
             model_error = _model_error_in(exc)
+            if isinstance(exc, PromptTooLarge):
+                owner = "narrator" if exc.narrator_caused else "model"
+                raise _EpisodeError(ErrorInfo(owner, scrub(str(exc)), None), audit) from exc
             if isinstance(exc, AuditorError):
                 raise _EpisodeError(ErrorInfo("auditor", scrub(str(exc)), None), audit) from exc
             if model_error is not None:

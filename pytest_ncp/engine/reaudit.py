@@ -255,7 +255,8 @@ async def reaudit(recorded: Sequence[RecordedEpisode], specs: dict[str, Narrativ
     # The Runner keeps results.json current as episodes end; the episodes themselves are built here
     # because each needs its own recorded narrator and player.
     runner = Runner(config, out_dir=Path(out_dir), narrator_factory=_built_per_trace,
-                    auditor=LLMAuditor(client, config.auditor_model, votes=config.audit_votes),
+                    auditor=LLMAuditor(client, config.auditor_model, votes=config.audit_votes,
+                                       context_tokens=config.auditor_context_tokens),
                     player_factory=lambda spec: ScriptedPlayer([]), client=client, on_episode=on_episode)
     bound = asyncio.Semaphore(config.concurrency)
     config_dict = config.to_dict()

@@ -131,7 +131,8 @@ class Runner:
                 raise ValueError("no narrator: give module:Attr (e.g. my_agent:Narrator)")
             self.narrator_factory = load_narrator(self.config.narrator)
         if self.auditor is None:
-            self.auditor = LLMAuditor(self.client, self.config.auditor_model, votes=self.config.audit_votes)
+            self.auditor = LLMAuditor(self.client, self.config.auditor_model, votes=self.config.audit_votes,
+                                      context_tokens=self.config.auditor_context_tokens)
         if self.player_factory is None:
             self.player_factory = lambda spec: make_player(
                 self.config.player, spec, client=self.client, model=self.config.player_model)
@@ -145,7 +146,8 @@ class Runner:
         trace = self.out_dir / "traces" / f"{episode_key(spec.id, repeat)}.jsonl" if self.out_dir else None
         return Episode(
             spec=spec, narrator=self.narrator_factory(), player=self.player_factory(spec), auditor=self.auditor,
-            max_turns=self.config.max_turns, max_response_chars=self.config.max_response_chars, repeat=repeat,
+            max_turns=self.config.max_turns, max_response_chars=self.config.max_response_chars,
+            max_response_tokens=self.config.max_response_tokens, repeat=repeat,
             client=self.client, on_turn=self._turn_done,
             narrator_model=self.config.narrator_model, trace_path=trace, config=self.config.to_dict(),
             pipeline=self.config.pipeline, stop=self._cancelled, player_retries=self.config.player_retries,

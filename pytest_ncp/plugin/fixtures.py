@@ -75,7 +75,8 @@ def ncp_auditor(ncp_client: Any, ncp_settings: options.Settings) -> Any:
     """The fixed LLM auditor with ``--ncp-auditor-model`` (and ``--ncp-audit-votes``)."""
     from ..engine.auditor import LLMAuditor
 
-    return LLMAuditor(ncp_client, ncp_settings.run.auditor_model, votes=ncp_settings.run.audit_votes)
+    return LLMAuditor(ncp_client, ncp_settings.run.auditor_model, votes=ncp_settings.run.audit_votes,
+                      context_tokens=ncp_settings.run.auditor_context_tokens)
 
 
 @pytest.fixture

@@ -73,7 +73,8 @@ def test_the_resume_fingerprint_covers_every_setting_that_can_change_a_verdict()
     # the package version, the world rules. Only how a run is served and scheduled stays out. Issue 23 added
     # audit_votes and player_retries: both change verdicts.
     assert set(FINGERPRINT_FIELDS) == {"narrator", "narrator_model", "player", "player_model", "auditor_model",
-                                       "api_base", "max_turns", "max_response_chars", "max_tokens",
+                                       "api_base", "max_turns", "max_response_chars", "max_response_tokens",
+                                       "auditor_context_tokens", "max_tokens",
                                        "structured_output", "system_prompt", "record_mode", "demo",
                                        "audit_votes", "player_retries", "prompt_version", "environment"}
     assert SCHEDULE_FIELDS == ("pipeline", "shard")
