@@ -35,8 +35,10 @@ PROMPT_VERSION = "ncp-prompts/5"  # 2: the trajectory step is told when the trig
 # its version, the shared world rules, the prompt templates). Only how a run is served and scheduled stays
 # out (concurrency, timeouts, retries, repeats, workers, shard, pipeline; where the cassettes are, not what they
 # hold, since a replay is keyed by the request): an errored episode runs again anyway.
+# ``narrator_code``: a hash of the narrator's module file, so a resumed run does not mix episodes of two versions
+# of the narrator under test (or a note that its code could not be read).
 FINGERPRINT_FIELDS: tuple[str, ...] = (*(o.field_name for o in CONFIG_OPTIONS if o.config == FINGERPRINT),
-                                       "prompt_version", "environment")
+                                       "prompt_version", "environment", "narrator_code")
 # How episodes are scheduled, never what they produce: left out of to_dict (results.json's config).
 SCHEDULE_FIELDS: tuple[str, ...] = tuple(o.field_name for o in CONFIG_OPTIONS if o.config == SCHEDULE)
 
@@ -176,6 +178,7 @@ class RunConfig:
                           "auditor": self.auditor_model}
         data["max_tokens"] = {**DEFAULT_MAX_TOKENS, **self.max_tokens}
         data["environment"] = environment()
+        data["narrator_code"] = narrator_code(self.narrator)
         data["fingerprint"] = config_fingerprint(data)
         return data
 
@@ -203,6 +206,32 @@ def environment() -> dict[str, str]:
     rules (``world_rules.yaml``) and one of the prompt templates, so a template changed without a
     PROMPT_VERSION bump still tells a resumed run apart."""
     return dict(_environment())
+
+
+def narrator_code(narrator: str | None) -> dict[str, str] | None:
+    """What identifies the narrator's code: the module of ``module:Attr`` and a hash of its file, or why it
+    cannot be read (a module without a source file, a built-in one); None without a narrator. Only that one
+    file is hashed: code it imports from other modules is not covered (the note says so)."""
+    if not narrator:
+        return None
+    import hashlib
+    import importlib.util
+    import sys
+
+    module = narrator.partition(":")[0]
+    path = getattr(sys.modules.get(module), "__file__", None)
+    try:
+        if path is None:
+            found = importlib.util.find_spec(module)
+            path = found.origin if found is not None and found.has_location else None
+        if not path:
+            raise OSError("no source file")
+        with open(path, "rb") as handle:
+            digest = hashlib.sha256(handle.read()).hexdigest()[:16]
+    except (OSError, ImportError, ValueError) as exc:
+        return {"module": module, "note": f"the narrator's code could not be read ({exc}): --resume cannot tell "
+                                          "whether it changed"}
+    return {"module": module, "sha256": digest, "note": "the module file only, not what it imports"}
 
 
 def config_fingerprint(config: dict[str, Any]) -> str:

@@ -4,8 +4,7 @@ A narration's size matters to the auditor that reads it, and an endpoint counts 
 7,990 hieroglyphs are about 32,000 tokens. So the response limit and the audit prompt are measured here:
 
 - :func:`count_tokens` uses the auditor model's own tokenizer where litellm knows it without the network
-  (OpenAI models through the tiktoken files litellm bundles, and the tokenizers it ships for Anthropic and
-  DeepSeek models); otherwise a **conservative bound** (:func:`token_bound`): every ASCII character pair and
+  (OpenAI models of its model map, through the tiktoken file litellm bundles); otherwise a **conservative bound** (:func:`token_bound`): every ASCII character pair and
   every UTF-8 byte of other text counts as one token. Tokenizers merge letters of ordinary text into far
   fewer tokens and never give a non-ASCII character more tokens than its bytes, so the bound errs on the
   side of a smaller narration.
@@ -13,7 +12,7 @@ A narration's size matters to the auditor that reads it, and an endpoint counts 
   None when the map does not know the model (a self-hosted one): the run's ``--auditor-context-tokens``
   stands in.
 
-litellm is imported on the first count that needs it, never at import.
+litellm is never imported here: its model map and tokenizer file are read as files.
 """
 
 from __future__ import annotations
@@ -48,26 +47,39 @@ def _model_info(model: str) -> Mapping[str, Any] | None:
     return None
 
 
+# litellm ships tiktoken's cl100k_base file (its tokenizer for OpenAI models), named as tiktoken caches it: the
+# SHA-1 of the file's address. Read from there, tiktoken never reaches the network.
+_CL100K_CACHE_NAME = "9b5ad71b2ce5302211f9c61530b329a4922fc6a4"
+
+
 @functools.lru_cache(maxsize=64)
 def _counter(model: str) -> Callable[[str], int] | None:
-    """litellm's exact count for ``model`` when it knows the tokenizer offline; None otherwise."""
+    """The exact count for ``model`` when litellm's model map names OpenAI as its provider and the tokenizer
+    file litellm bundles is there; None otherwise. litellm itself is not imported (seconds, and a run on the
+    lean path never needs it): tiktoken reads the file litellm ships."""
     info = _model_info(model)
-    if info is None:
-        return None
-    from .litellm_path import import_litellm
+    if info is None or info.get("litellm_provider") not in ("openai", "azure", "text-completion-openai"):
+        return None  # another provider's tokenizer would be a guess: the bound is safer
+    import importlib.util
+    import os
+    from pathlib import Path
 
-    litellm = import_litellm()
-    name = model.split("/", 1)[1] if "/" in model else model
+    found = importlib.util.find_spec("litellm")
+    folders = [Path(f) / "litellm_core_utils" / "tokenizers" for f in (found.submodule_search_locations or [])] \
+        if found is not None else []
+    folder = next((f for f in folders if (f / _CL100K_CACHE_NAME).is_file()), None)
+    cache = os.environ.get("TIKTOKEN_CACHE_DIR")
+    if cache is None or not (Path(cache) / _CL100K_CACHE_NAME).is_file():
+        if folder is None:
+            return None
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)  # what importing litellm sets too
     try:
-        from litellm.utils import huggingface_tokenizer_kind
-        kind: str | None = huggingface_tokenizer_kind(name)
-    except ImportError:  # an older litellm: only OpenAI's tokenizer is known to be local
-        kind = None
-    if kind is None and info.get("litellm_provider") not in ("openai", "azure", "text-completion-openai"):
-        return None  # tiktoken would be a guess for this model: the bound is safer
-    if kind is not None and kind not in ("anthropic", "deepseek"):
-        return None  # those tokenizers would be downloaded from a hub: never at run time
-    return lambda text: int(litellm.token_counter(model=name, text=text))
+        import tiktoken
+
+        encoding = tiktoken.get_encoding("cl100k_base")
+    except Exception:  # noqa: BLE001 - no tokenizer leaves the bound, never a failed run
+        return None
+    return lambda text: len(encoding.encode(text, disallowed_special=()))
 
 
 def count_tokens(model: str | None, text: str) -> tuple[int, bool]:
