@@ -129,6 +129,12 @@ class RunConfig:
         max_turns = fields.get("max_turns", cls.max_turns)
         fields["survival_turn"] = survival_turn(max_turns, options.values.get("survival-turn"),
                                                 options.values.get("min-survival"))
+        if options.values.get("sequential") and not options.given("seed"):
+            # An order fixed in advance (seed 0) lets a narrator be good on exactly the episodes that decide
+            # early: a sequential run draws its own seed, recorded in results.json (--seed reproduces it).
+            import secrets
+
+            fields["seed"] = secrets.randbelow(2**31)
         if fields.get("demo"):  # the demo's scripted server answers these names, unless others were asked for
             fields["narrator_model"] = fields.get("narrator_model") or DEMO_MODELS["narrator"]
             if fields.get("player", cls.player) != "scripted":
@@ -141,6 +147,13 @@ class RunConfig:
         """Every problem of these settings, naming each option as ``spelling`` says the user wrote it
         (``--ncp-max-turns`` in pytest, ``--max-turns`` in ncp, the default) and saying what is valid."""
         problems = []
+        given = getattr(spelling, "given", None)
+        if self.shard and getattr(spelling, "values", {}).get("sequential") and callable(given) \
+                and not given("seed"):
+            problems.append(f"{spelling.spell('shard')} with {spelling.spell('sequential')} needs "
+                            f"{spelling.spell('seed')}: the shards of one sequential run must start their episodes in "
+                            f"one order, so give every shard the same seed (e.g. {spelling.spell('seed')} "
+                            "$CI_PIPELINE_ID)")
         values = {o.name: getattr(self, o.field_name) for o in CONFIG_OPTIONS}
         for option in CONFIG_OPTIONS:
             value = values[option.name]

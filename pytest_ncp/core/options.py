@@ -383,7 +383,9 @@ OPTIONS: tuple[Option, ...] = (
            "(per role and audit step), then exit 0 without calling a model", kind=FLAG),
     # --- gates that decide early (issue 21, docs/gates.md) ---
     Option("seed", whole(0), 0, "seed of the episode order: episodes start in a seeded random order of (spec, repeat), "
-           "the order a sequential gate reads their outcomes in; the same seed and episodes give the same order",
+           "the order a sequential gate reads their outcomes in; the same seed and episodes give the same order. "
+           "With {sequential} and no seed, the run picks one (recorded in results.json), so no narrator can know "
+           "which episodes decide early; shards of one sequential run ({shard}) must all be given the same seed",
            config=RECORDED, metavar="N"),
     Option("sequential", flag, False, "with {min-survival}: decide as soon as an anytime-valid confidence sequence "
            "for survival@TURN is certainly above or below RATE, then start no new episode (the report says decided "
