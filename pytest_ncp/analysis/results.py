@@ -276,6 +276,9 @@ class RunConfigRecord(_Record):
     seed: int | None = Field(default=None, ge=0, description="Seed of the order the episodes started in (`--seed`): "
                                                             "a seeded random order of (spec, repeat).")
     prompt_version: str | None = Field(default=None, description="Version of the auditor and player prompts.")
+    narrator_code: dict[str, str] | None = Field(default=None, description="The narrator's module and a hash of "
+                                                 "its file (`sha256`), or a `note` that it could not be read; part "
+                                                 "of the resume fingerprint.")
     environment: dict[str, str] = Field(default_factory=dict, description="What the installed package brings to "
                                         "every verdict: `pytest_ncp` (its version), `world_rules` and `prompts` "
                                         "(hashes of the shared world rules and the prompt templates).")

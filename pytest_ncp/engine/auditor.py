@@ -525,7 +525,10 @@ class LLMAuditor:
             "spec": ctx.spec, "ctx": ctx, "facts": facts, "node_index": ctx.node_index, "commitments": commitments,
             "nonce": nonce,
             # What every step of the turn shows first, byte for byte the same: rendered once for all of them.
-            "shared": macro("_context", "state", ctx.spec, facts, commitments, ctx.node_index, ctx) + "\n"
+            # Facts the story added were written from narration: data, in blocks whose code is a hash of those
+            # texts alone, so the story state stays the same across turns that add no fact (prompt caches).
+            "shared": macro("_context", "state", ctx.spec, facts, commitments, ctx.node_index, ctx,
+                            call_nonce(*(f.text for f in facts if f.added_turn))) + "\n"
                       + macro("_context", "turn", ctx, nonce),
         }
 
