@@ -147,13 +147,16 @@ class BlameRow(_Record):
     kinds: dict[str, int] = Field(default_factory=dict, description="By kind of outcome: `conflict:fact`, "
                                                                     "`error:model`, `player_fault`, `contested`, ...")
     episodes: list[str] = Field(default_factory=list, description="Their keys (`spec--rN`), sorted.")
+    split: dict[str, int] | None = Field(default=None, description="Conflicts of the row that stood on a split "
+                                                                  "vote, by tally (`2/3`); absent when none.")
 
 
 class Blame(_Record):
     """Every episode in the row of the owner of its outcome (``analysis.owners``): the counts sum to ``episodes``.
 
-    Owners: narrator (conflicts, narrator errors), player (player faults and errors), auditor (auditor errors,
-    contested verdicts), model (model errors), harness (anything else), budget (episodes a cost cap or an
+    Owners: narrator (conflicts, also those that stood on a split vote, and narrator errors), player (player
+    faults and errors), auditor (auditor errors, and contested verdicts of files written before a split
+    majority was the narrator's), model (model errors), harness (anything else), budget (episodes a cost cap or an
     early gate decision left unfinished), none (success, turn limit, script exhausted)."""
 
     episodes: int = Field(ge=0, description="Episodes in the table.")

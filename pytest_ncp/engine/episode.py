@@ -8,6 +8,7 @@ it is audited, so an interrupted run keeps everything it did.
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -396,8 +397,7 @@ class Episode:
             self._mark(turn, self.start.player_input)
             played = await self._play(turn, tuple(history), player_input=self.start.player_input)
         elif (opening := await self._guard("narrator", self._opening, history)) is not None:
-            self._check_response(opening, "opening()")
-            played, turn = (None, str(opening)), 0
+            played, turn = (None, self._check_response(opening, "opening()")), 0
         else:
             self._mark(1)
             played, turn = await self._play(1, tuple(history)), 1
@@ -447,15 +447,17 @@ class Episode:
 
     async def _narrate(self, turn: int, history: Sequence[tuple[str, str]], player_input: str) -> str:
         try:
-            response = await self._guard("narrator", call_maybe_async, self.narrator.respond,
+            answered = await self._guard("narrator", call_maybe_async, self.narrator.respond,
                                          player_input, self._context(turn, list(history)))
-            self._check_response(response, "respond()")
+            return self._check_response(answered, "respond()")
         except _EpisodeError as exc:
             exc.player_input = player_input  # the evidence of the errored turn, also when played ahead
             raise
-        return str(response)
 
-    def _check_response(self, response: Any, where: str) -> None:
+    def _check_response(self, answered: Any, where: str) -> str:
+        """The narrator's answer as the one exact ``str`` every check, the trace and the audit see; its error
+        when it is no readable narration within the limits."""
+        response = _exact_text(answered, where)
         _check_response(response, where, self.max_response_chars)
         from ..llm.tokens import count_tokens
 
@@ -465,6 +467,7 @@ class Episode:
             how = f"{model}'s tokenizer" if exact else "a conservative count; litellm knows no tokenizer for the auditor"
             raise _EpisodeError("narrator", f"{where} returned about {tokens:,} tokens ({how}), over the "
                                             f"limit of {self.max_response_tokens:,} (--max-response-tokens)")
+        return response
 
     def _screening(self) -> bool:
         """Whether this episode screens its player's inputs: a simulated (not scripted) player, an auditor
@@ -602,18 +605,24 @@ class Episode:
                screen: dict[str, Any] | None = None) -> Termination | None:
         """DESIGN section 3, steps 2-4 and termination, from one turn's validated verdicts.
 
-        A confirmed conflict ends the episode. It is the narrator's (``conflict:*``) unless the turn's input
-        was played unfair (``player_fault``) or every confirmed conflict stood short of unanimity under votes
-        (``contested``); only the narrator's marks commitments VIOLATED."""
+        A confirmed conflict ends the episode. It is the narrator's (``conflict:*``), also when it stood on a
+        split vote (a strict majority of ``--audit-votes``; the split is recorded in ``failure.agreement``),
+        unless the turn's input was played unfair and every confirmed conflict is one that input caused
+        (``_caused_by_input``): then it is a ``player_fault``. Only the narrator's marks commitments VIOLATED."""
         if turn >= 1:
             result.turns = turn
         confirmed = audit.confirmed
         if confirmed:
+            unfair = screen is not None and not screen["fair"]
+            if unfair and screen is not None:
+                # A narration can steer a simulated player into an unfair input: only what that input caused
+                # is the player's; any other confirmed conflict of the turn is the narrator's.
+                flagged = screen["attempts"][-1]["problems"]
+                own = [c for c in confirmed if not self._caused_by_input(c.conflict, flagged, result.ledger)]
+                confirmed, unfair = (own, False) if own else (confirmed, True)
             # Cite a unanimous conflict before a split one, a verified quote before an unverified one.
             first = min(confirmed, key=lambda c: (not c.unanimous, c.status != "verified"))
-            unfair = screen is not None and not screen["fair"]
-            ending = (Termination.PLAYER_FAULT if unfair else Termination(f"conflict:{first.conflict.type}")
-                      if first.unanimous else Termination.CONTESTED)
+            ending = Termination.PLAYER_FAULT if unfair else Termination(f"conflict:{first.conflict.type}")
             if ending.is_conflict:
                 for c in confirmed:
                     for cid in c.conflict.commitment_ids if c.conflict.type == "commitment" else ():
@@ -648,6 +657,17 @@ class Episode:
         if achievements and all(states[c] == "SATISFIED" for c in achievements):
             return Termination.SUCCESS
         return None
+
+    def _caused_by_input(self, conflict: Any, flagged: Sequence[dict[str, Any]], ledger: FactLedger) -> bool:
+        """Whether a conflict is one an unfair input caused: the narrator refusing it (a player-input conflict),
+        or a conflict whose quote, facts or commitments share a word of substance with what the screen flagged
+        in the input ("The guard falls asleep" and a fact "The guard never sleeps at his post")."""
+        if conflict.type == "player_input":
+            return True
+        said = _content_words(" ".join(str(p.get("quote", "")) for p in flagged))
+        texts = [conflict.quote, *(f.text for f in ledger.active() if f.id in conflict.fact_ids),
+                 *(c.text for c in self.spec.all_commitments if c.id in conflict.commitment_ids)]
+        return bool(said & _content_words(" ".join(texts)))
 
     async def _success_confirmed(self, ctx: TurnContext, audit: TurnAudit, result: EpisodeResult,
                                  states_before: dict[str, CommitmentState]) -> bool:
@@ -815,6 +835,27 @@ def _count_screen(counts: dict[str, int], screen: dict[str, Any]) -> None:
 def _model_error_in(exc: BaseException) -> ModelError | None:
     """The ModelError that caused ``exc``, also when a narrator wrapped it in its own exception."""
     return in_chain(exc, ModelError)
+
+
+_FUNCTION_WORDS = frozenset("that this with from have your they them then there their into what when will would "
+                             "were been being which while where about after before over under upon".split())
+
+
+def _content_words(text: str) -> set[str]:
+    """The words of substance in ``text`` as the quote matcher reads them (four letters or more)."""
+    from ..core.quotes import normalise
+
+    return {w for w in re.findall(r"\w{4,}", normalise(text)[0]) if w not in _FUNCTION_WORDS}
+
+
+def _exact_text(value: Any, where: str) -> str:
+    """``value`` as an exact ``str``, converted once. A subclass of ``str`` can answer ``len``, ``strip`` or
+    ``str()`` with other text than it holds; its characters, copied into a plain ``str``, are the narration."""
+    if type(value) is str:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)  # the characters held, whatever the subclass's own __str__ says
+    raise _EpisodeError("narrator", f"{where} returned {type(value).__name__}, expected str")
 
 
 def _check_response(response: Any, where: str, max_chars: int = DEFAULT_MAX_RESPONSE_CHARS) -> None:
