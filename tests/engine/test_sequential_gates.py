@@ -1,4 +1,4 @@
-"""``ncp run --sequential`` on the scripted server: gates that stop as soon as the verdict is certain (issue 21).
+"""``ncp run --sequential`` on the scripted server: gates that stop as soon as the verdict is certain.
 
 Every test runs the same specs twice, fixed and sequential, and compares what the server was asked (its requests
 are the model calls: fewer episodes run means fewer requests) and what the run decided.
@@ -30,12 +30,16 @@ def write_specs(folder, n):
     return folder
 
 
-def ncp_run(server, specs, out, *extra, gate="0.4@3"):
-    """``ncp run`` of the built-in LLM narrator (the server's narration) over ``specs``; returns (code, requests)."""
+def ncp_run(server, specs, out, *extra, gate="0.4@3", seed="0"):
+    """``ncp run`` of the built-in LLM narrator (the server's narration) over ``specs``; returns (code, requests).
+
+    ``seed``: the episode order these tests expect (None: the run draws its own, as a sequential run does)."""
     before = len(server.requests)
+    seeded = ["--seed", seed] if seed is not None and "--seed" not in extra else []
     code = main(["run", "--narrator", "pytest_ncp.narrators:LLMNarrator", "--narrator-model", "openai/narrator",
                  "--specs", str(specs), "--api-base", server.base_url, "--auditor-model", "openai/auditor",
-                 "--max-turns", "3", "--concurrency", "3", "--min-survival", gate, "--out", str(out), *extra])
+                 "--max-turns", "3", "--concurrency", "3", "--min-survival", gate, "--out", str(out), *seeded,
+                 *extra])
     return code, len(server.requests) - before
 
 
@@ -225,7 +229,7 @@ def test_a_sequential_run_draws_its_own_seed_and_records_it(ncp_model_server, tm
     seeds, orders = [], []
     for out in ("a", "b"):
         since = len(ncp_model_server.requests)
-        code, _ = ncp_run(ncp_model_server, specs, tmp_path / out, "--sequential", "--concurrency", "1")
+        code, _ = ncp_run(ncp_model_server, specs, tmp_path / out, "--sequential", "--concurrency", "1", seed=None)
         assert code == 0
         seed = results(tmp_path / out)["config"]["seed"]
         assert results(tmp_path / out)["sequential"]["seed"] == seed
