@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from pytest_ncp.llm import ModelError
 from pytest_ncp.llm.tokens import context_refusal, context_tokens, count_tokens, token_bound
 
