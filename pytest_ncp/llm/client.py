@@ -8,6 +8,7 @@ structured-output mode negotiation and cost. The request goes by the lean OpenAI
 from __future__ import annotations
 
 import asyncio
+import collections
 import email.utils
 import json
 import math
@@ -26,6 +27,9 @@ from .litellm_path import import_litellm, litellm_call
 from .prices import Price, price_of, prompt_token_bound
 from .request import CacheBreak, merge_system_prompt, request_params, shape_structured
 from .types import Completion, CostCapReached, ModelError, Role, Usage, current_usage
+
+# How many of its own failures a client remembers (each episode needs only the one that ended it).
+RAISED_KEPT = 1024
 
 
 # --- rate limiting -------------------------------------------------------------------------------
@@ -137,6 +141,10 @@ class ModelClient:
     _modes: dict[str, str] = field(default_factory=dict, repr=False)          # endpoint|model -> mode
     _mode_notes: dict[str, list[str]] = field(default_factory=dict, repr=False)  # why modes were skipped
     _refused_modes: dict[str, set[str]] = field(default_factory=dict, repr=False)  # endpoint|model -> refused
+    # The failures this client raised, by identity (exceptions take no weak references): an episode tells an
+    # outage or a cost cap that passed through a narrator's code from one the narrator raised itself.
+    _raised: collections.deque[BaseException] = field(
+        default_factory=lambda: collections.deque(maxlen=RAISED_KEPT), repr=False)
 
     @classmethod
     def from_config(cls, config: RunConfig, **host: Any) -> ModelClient:
@@ -256,7 +264,25 @@ class ModelClient:
         elif abandoned:
             self._spent += reserved
 
-    async def complete(
+    def raised(self, exc: BaseException) -> bool:
+        """Whether this very exception object was raised by this client (a ``ModelError`` or
+        ``CostCapReached`` of one of its calls), not merely one of the same class."""
+        return any(e is exc for e in self._raised)
+
+    async def complete(self, role: Role, model: str, messages: list[dict[str, Any]], *, step: str | None = None,
+                       response_format: dict[str, Any] | None = None, temperature: float | None = None,
+                       repeat: int = 0, max_tokens: int | None = None, output_mode: str | None = None,
+                       cache_breaks: Sequence[CacheBreak] = ()) -> Completion:
+        """One chat completion (see ``_complete``); its failure is remembered as this client's own."""
+        try:
+            return await self._complete(role, model, messages, step=step, response_format=response_format,
+                                        temperature=temperature, repeat=repeat, max_tokens=max_tokens,
+                                        output_mode=output_mode, cache_breaks=cache_breaks)
+        except (ModelError, CostCapReached) as exc:
+            self._raised.append(exc)
+            raise
+
+    async def _complete(
         self,
         role: Role,
         model: str,

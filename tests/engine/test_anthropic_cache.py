@@ -47,7 +47,7 @@ def test_every_audit_step_marks_the_ends_of_its_run_episode_and_slow_parts(ctx):
         asyncio.run(LLMAuditor(client, CLAUDE).audit(ctx))
         requests = {r.step: r for r in server.requests}
     assert set(requests) == {"conflict_check", "fact_update", "trajectory_update", "commitment_check"}
-    starts = {"conflict_check": "ACTIVE FACT LEDGER:", "fact_update": "ACTIVE FACT LEDGER:",
+    starts = {"conflict_check": "ACTIVE FACT LEDGER", "fact_update": "ACTIVE FACT LEDGER",
               "trajectory_update": "PLOT POSITION:", "commitment_check": "PENDING COMMITMENTS:"}
     for step, request in requests.items():
         assert request.path == "/v1/messages"
