@@ -416,9 +416,12 @@ class LLMAuditor:
         # Each block rendered once per turn; each step's template shows only those it reads (prompts 7,
         # _context.j2), the episode's fixed blocks before the slow-changing ones, the turn last.
         story = macro("_context", "story", spec)
-        # Facts the story added were written from narration: data, in blocks whose code is a hash of those texts
-        # alone, so the ledger stays the same across turns that add no fact (prompt caches).
-        ledger = macro("_context", "ledger", facts, call_nonce(*(f.text for f in facts if f.added_turn))).rstrip()
+        # Facts the story added were written from narration: data, each in a block whose code is a hash of the
+        # added facts up to and including its own (no text can carry the code of its own block), so adding a
+        # fact leaves the blocks before it as they were: the ledger's prefix stays cached.
+        added = [f for f in facts if f.added_turn]
+        codes = {f.id: call_nonce(*(g.text for g in added[:i + 1])) for i, f in enumerate(added)}
+        ledger = macro("_context", "ledger", facts, codes).rstrip()
         position_brief = macro("_context", "position", spec, index, ctx, "ids").rstrip()
         return {
             "spec": spec, "ctx": ctx, "facts": facts, "node_index": index, "commitments": commitments,
@@ -576,7 +579,7 @@ class LLMAuditor:
             raise self._refused(step, exc, messages, ctx) from exc
 
 
-# Where each step's prompt stops being fixed for the episode and where it stops changing slowly (prompts 6): the
+# Where each step's prompt stops being fixed for the episode and where it stops changing slowly (prompts 7): the
 # blocks of ``LLMAuditor._variables`` that start the slow-changing part and the turn.
 _CACHE_PARTS: dict[str, tuple[str, str]] = {
     "conflict_check": ("ledger", "turn"), "conflict_confirmation": ("ledger", "turn"),
