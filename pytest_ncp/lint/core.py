@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from ..core.findings import Finding
 
@@ -226,5 +226,5 @@ class Context:
     def node_label(self, i: int) -> str:
         return f"node {i + 1} {self.spec.trajectory[i].id!r}"
 
-    def finding(self, rule: str, loc: tuple, message: str) -> LintFinding:
+    def finding(self, rule: str, loc: tuple[Any, ...], message: str) -> LintFinding:
         return LintFinding(self.path, self.spec.line_of(*loc), rule, message)

@@ -52,7 +52,7 @@ def episode_scheduler(config: pytest.Config, log: Any) -> Any:
     """
     from xdist.scheduler import LoadGroupScheduling
 
-    class EpisodeScheduling(LoadGroupScheduling):
+    class EpisodeScheduling(LoadGroupScheduling):  # type: ignore[misc]  # xdist publishes no types for its schedulers
         def _split_scope(self, nodeid: str) -> str:
             scope = episode_scope(nodeid)
             return scope if scope is not None else super()._split_scope(nodeid)
