@@ -107,10 +107,6 @@ def load_spec(request: pytest.FixtureRequest) -> Callable[[str | Path], Narrativ
     return load
 
 
-# The run settings ``@pytest.mark.ncp(...)`` may set for ``run_episode``.
-MARKER_FIELDS: tuple[str, ...] = ("max_turns", "player", "player_model", "narrator_model")
-
-
 @pytest.fixture
 def run_episode(request: pytest.FixtureRequest, ncp_settings: options.Settings, ncp_auditor: LLMAuditor,
                 ncp_client: ModelClient,
@@ -131,9 +127,9 @@ def run_episode(request: pytest.FixtureRequest, ncp_settings: options.Settings, 
 
     marker = request.node.get_closest_marker(options.MARKER)
     marked: dict[str, Any] = dict(marker.kwargs) if marker else {}
-    # The marker's settings over the session's, as a new value: the stored settings stay as they are.
-    overrides: dict[str, Any] = {k: int(marked[k]) if k == "max_turns" else marked[k]
-                                 for k in MARKER_FIELDS if marked.get(k) is not None}
+    # The marker's settings (checked at collection: options.MARKER_ARGUMENTS, each a RunConfig field) over the
+    # session's, as a new value: the stored settings stay as they are.
+    overrides: dict[str, Any] = {k: v for k, v in marked.items() if k in options.MARKER_ARGUMENTS}
     config = replace(ncp_settings.run, **overrides)
     calls = itertools.count(1)
 
