@@ -84,9 +84,10 @@ def _content_end(node: Any) -> Any:
 
 def _line_end(text: str, mark: Any) -> int:
     """Offset just past the line holding ``mark`` (a mark at column 0 already starts the next line)."""
-    if mark.column == 0 and mark.index > 0:
-        return mark.index
-    nl = text.find("\n", mark.index)
+    index: int = mark.index
+    if mark.column == 0 and index > 0:
+        return index
+    nl = text.find("\n", index)
     return len(text) if nl < 0 else nl + 1
 
 
