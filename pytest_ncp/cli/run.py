@@ -68,6 +68,9 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
         return usage(str(exc))
     if args.resume and not _resume(runner, specs, args):
         return EXIT_USAGE
+    from ..engine.provenance import collect_provenance
+
+    runner.provenance = collect_provenance(config.to_dict(), specs, branch=args.branch)
     assert runner.client is not None
     display = ProgressDisplay(runner.progress, runner.client.usage)
     runner.on_episode = display.episode_done
@@ -77,7 +80,29 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     for problem in problems:
         print(f"ncp: error: {problem}", file=sys.stderr)
     entries = _report(runner, jobs, canaries, args)
+    if args.history and not _record(runner, args):
+        problems.append(f"the run could not be recorded in --history {args.history}")
     return _verdict(entries, runner.expected, gate, canaries, [*map(str, errors), *problems], args, runner.monitor)
+
+
+def _record(runner: Any, args: argparse.Namespace) -> bool:
+    """``--history DB``: record the finished run (its results.json when written, else the results in memory)."""
+    from ..analysis.history import HistoryError, add_run, open_history
+    from ..analysis.results import load_results
+    from ..core.traces import RunFileError
+
+    try:
+        results = load_results(args.out) if args.out else runner.results_now()
+        conn = open_history(args.history)
+        try:
+            added = add_run(conn, results, Path(args.out).resolve() if args.out else None)
+        finally:
+            conn.close()
+    except (HistoryError, RunFileError, OSError) as exc:
+        print(f"ncp: error: --history: {exc}", file=sys.stderr)
+        return False
+    print(f"history: run {added.run_id[:10]} {added.outcome} in {args.history}")
+    return True
 
 
 def _plan(gate: Gate | None, config: Any, args: argparse.Namespace) -> SequentialPlan | None:
