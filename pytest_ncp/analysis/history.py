@@ -239,7 +239,7 @@ def add_run(conn: sqlite3.Connection, results: RunResults, source: str | Path | 
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    return Added(run_id, "extended" if row is not None else "added", stored, str(source or ""))
+    return Added(run_id, "added" if row is None else "extended" if stored else "unchanged", stored, str(source or ""))
 
 
 def _complete(parts: Sequence[Mapping[str, Any]]) -> bool:
@@ -416,7 +416,8 @@ def list_runs(conn: sqlite3.Connection, *, branch: str | None = None, narrator: 
 
 
 def find_run(conn: sqlite3.Connection, ref: str) -> RunRow:
-    """A run by id prefix, by commit prefix (its latest run), or ``latest``. HistoryError when none or several."""
+    """A run by id prefix, by commit prefix or branch name (its latest run), or ``latest``. HistoryError when none
+    or several."""
     runs = list_runs(conn)
     if not runs:
         raise HistoryError("the history holds no run yet; record one with `ncp history add RUN_DIR`")
@@ -430,7 +431,10 @@ def find_run(conn: sqlite3.Connection, ref: str) -> RunRow:
     by_commit = [r for r in runs if r.commit and r.commit.startswith(ref)]
     if by_commit:
         return by_commit[-1]
-    raise HistoryError(f"no run or commit {ref!r} in the history; `ncp history` lists the runs")
+    by_branch = [r for r in runs if r.branch == ref]
+    if by_branch:
+        return by_branch[-1]
+    raise HistoryError(f"no run, commit or branch {ref!r} in the history; `ncp history` lists the runs")
 
 
 def rebuild(conn: sqlite3.Connection, run_id: str) -> RunResults:

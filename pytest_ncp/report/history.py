@@ -7,11 +7,15 @@ split into comparable groups, each with a header saying what its runs share.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..analysis.history import CommitmentChange, EpisodeChange, HistoryDiff, RunRow, groups
 from ..core.config import episode_name
+
+if TYPE_CHECKING:
+    from ..analysis.results import RunResults
 
 SPARKS = "▁▂▃▄▅▆▇█"
 MARKER = "<!-- ncp-history -->"
@@ -128,16 +132,27 @@ def diff_lines(diff: HistoryDiff) -> list[str]:
 # --- the pull-request summary ------------------------------------------------------------------------------
 
 
-def report_link(run: RunRow, template: str | None, anchor: str | None = None) -> str | None:
-    """Where a run's report is: ``template`` with ``{run_id}`` / ``{commit}`` filled in (a CI artifact URL), else
-    the report.html in the folder the run was added from, when there is one."""
+def report_link(run: RunRow, template: str | None, anchor: str | None = None,
+                relative_to: Path | None = None) -> str | None:
+    """Where a run's report is: ``template`` with ``{run_id}``, ``{commit}`` and ``{branch}`` filled in (a CI
+    artifact's URL), else the report.html (or results.json) in the folder the run was added from, relative to
+    ``relative_to`` when given; None when there is neither."""
     if template:
         base = template.format(run_id=run.run_id, commit=run.commit or "no-git", branch=run.branch or "")
-    elif run.source and (Path(run.source) / "report.html").is_file():
-        base = str(Path(run.source) / "report.html")
     else:
-        return None
+        folder = Path(run.source) if run.source else None
+        found = [p for p in (folder / "report.html", folder / "results.json") if p.is_file()] if folder else []
+        if not found:
+            return None
+        base = os.path.relpath(found[0], relative_to) if relative_to is not None else str(found[0])
+        if found[0].name != "report.html":
+            return base
     return f"{base}#{anchor}" if anchor else base
+
+
+def episode_anchors(results: RunResults) -> dict[tuple[str, int], str]:
+    """(spec id, repeat) -> the episode's anchor in its run's own report.html (``report.html``'s ``r0-eJ``)."""
+    return {(e.spec_id, e.repeat): f"r0-e{j}" for j, e in enumerate(results.episodes)}
 
 
 def _md(text: str) -> str:
@@ -148,6 +163,11 @@ def _md(text: str) -> str:
     return out.replace("\n", " ")
 
 
+def _code(text: str) -> str:
+    """Untrusted text as a code span: nothing inside is markup, and no backtick can close it early."""
+    return "`" + text.replace("`", "'").replace("\n", " ") + "`"
+
+
 def pull_request_markdown(run: RunRow, diff: HistoryDiff | None, *, base_branch: str,
                           anchors: dict[tuple[str, int], str] | None = None,
                           report_url: str | None = None) -> str:
@@ -156,9 +176,9 @@ def pull_request_markdown(run: RunRow, diff: HistoryDiff | None, *, base_branch:
     in place by the CI recipe of docs/ci.md)."""
     t = run.survival_turn
     this = report_link(run, report_url)
-    out = [MARKER, f"## NCP-Bench: survival@{t} on `{_md(run.branch or 'this run')}` vs `{_md(base_branch)}`", ""]
+    out = [MARKER, f"## NCP-Bench: survival@{t} on {_code(run.branch or 'this run')} vs {_code(base_branch)}", ""]
     if diff is None:
-        out += [f"**NO BASELINE**: no run comparable with this one is recorded on `{_md(base_branch)}` yet "
+        out += [f"**NO BASELINE**: no run comparable with this one is recorded on {_code(base_branch)} yet "
                 "(same spec set, horizon, auditor, player and prompts); this run is the first of its line.", ""]
         rows = [("this run", run)]
     elif not diff.comparable:
@@ -169,7 +189,7 @@ def pull_request_markdown(run: RunRow, diff: HistoryDiff | None, *, base_branch:
         head = diff.comparison.lines()[0].removeprefix("ncp compare: ")
         verdict, _, rest = head.partition(": ")
         out += [f"**{verdict}**: {_md(rest)}", ""]
-        rows = [(f"`{_md(base_branch)}` (base)", diff.base), ("this run", diff.new)]
+        rows = [(f"{_code(base_branch)} (base)", diff.base), ("this run", diff.new)]
     out += [f"| | commit | survival@{t} | 95% CI | episodes | conflicts (fact / commitment / player input) | cost |",
             "|---|---|---|---|---|---|---|"]
     for label, r in rows:
@@ -181,15 +201,15 @@ def pull_request_markdown(run: RunRow, diff: HistoryDiff | None, *, base_branch:
     if diff is not None and diff.comparable:
         out += ["", f"### Newly failing specs ({len(diff.specs_stopped)})", ""]
         if not diff.specs_stopped:
-            out.append(f"None: every spec that survived turn {t} on `{_md(base_branch)}` still does.")
+            out.append(f"None: every spec that survived turn {t} on {_code(base_branch)} still does.")
         for c in diff.specs_stopped:
             anchor = (anchors or {}).get((c.spec_id, c.repeat))
             link = report_link(run, report_url, anchor)
-            name = f"`{_md(episode_name(c.spec_id, c.repeat))}`"
+            name = _code(episode_name(c.spec_id, c.repeat))
             out.append(f"- {f'[{name}]({link})' if link else name}: {_md(c.new)} (base: {_md(c.base)})")
         if diff.commitments_stopped:
             out += ["", f"### Commitments that stopped holding ({len(diff.commitments_stopped)})", ""]
-            out += [f"- `{_md(episode_name(c.spec_id, c.repeat))}` {_md(c.commitment_id)}: {c.base} -> {c.new}"
+            out += [f"- {_code(episode_name(c.spec_id, c.repeat))} {_code(c.commitment_id)}: {c.base} -> {c.new}"
                     for c in diff.commitments_stopped]
         if diff.specs_started or diff.commitments_started:
             out += ["", f"Fixed: {len(diff.specs_started)} spec(s) and {len(diff.commitments_started)} "
@@ -198,4 +218,58 @@ def pull_request_markdown(run: RunRow, diff: HistoryDiff | None, *, base_branch:
     return "\n".join(out)
 
 
-__all__ = ["MARKER", "diff_lines", "list_lines", "pull_request_markdown", "report_link", "sparkline", "trend_lines"]
+# --- the HTML history page --------------------------------------------------------------------------------
+
+
+def history_chart(group: Sequence[RunRow], link: Callable[[RunRow], str | None], width: int = 900,
+                  height: int = 300) -> dict[str, Any]:
+    """Geometry of one comparable group's chart: a point per run (survival@T), its interval, a link, a tooltip."""
+    left, right, top, bottom = 56, 24, 16, 40
+    n = len(group)
+    step = (width - left - right) / max(1, n - 1) if n > 1 else 0.0
+
+    def y(v: float) -> float:
+        return round(top + (1 - v) * (height - top - bottom), 2)
+
+    points = []
+    for i, r in enumerate(group):
+        x = round(left + (i * step if n > 1 else (width - left - right) / 2), 2)
+        measurable = r.survival is not None
+        lo, hi = r.survival_ci or (0.0, 0.0)
+        points.append({
+            "x": x, "y": y(r.survival) if measurable else y(0.0), "y_lo": y(lo), "y_hi": y(hi),
+            "measurable": measurable, "href": link(r), "run": r.run_id[:10], "commit": r.short[:7],
+            "tooltip": f"{r.short} on {r.branch or '-'}, {r.when[:19].replace('T', ' ')}: survival@{r.survival_turn} "
+                       f"{r.survival_text}; {r.episodes} episode(s), ${r.cost_usd:.4f}",
+        })
+    measured = [p for p in points if p["measurable"]]
+    path = " ".join(f"{'M' if j == 0 else 'L'}{p['x']},{p['y']}" for j, p in enumerate(measured))
+    return {"width": width, "height": height, "left": left, "right": width - right, "bottom": height - bottom,
+            "points": points, "path": path,
+            "yticks": [{"y": y(v / 100), "label": f"{v}%"} for v in (0, 25, 50, 75, 100)]}
+
+
+def render_history_html(runs: Sequence[RunRow], *, link: Callable[[RunRow], str | None],
+                        title: str = "NCP-Bench history") -> str:
+    """The history page: per comparable group, survival@T per run with intervals (each point a link to the run's
+    report), then its figures: conflict-type rates, tokens, cost."""
+    from importlib import resources
+
+    import jinja2
+
+    from .. import __version__
+
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    template = env.from_string(resources.files(__package__).joinpath("history.html.j2").read_text("utf-8"))
+    views = []
+    for group in groups(runs):
+        chart = history_chart(group, link)
+        rows = [{"run": r.run_id[:10], "href": link(r), "started": r.when[:19].replace("T", " "), "commit": r.short,
+                 "branch": r.branch or "-", "episodes": r.episodes, "survival": _pct(r.survival), "ci": _ci(r),
+                 **{k: f"{v:.1%}" for k, v in r.conflict_rates.items()}, "tokens": f"{r.tokens:,}",
+                 "cost": f"${r.cost_usd:.4f}"} for r in group]
+        views.append({**chart, "turn": group[0].survival_turn, "shares": group[0].comparable_text(), "rows": rows})
+    return template.render(title=title, version=__version__, runs=len(runs), groups=views)
+
+
+__all__ = ["MARKER", "episode_anchors", "history_chart", "render_history_html", "diff_lines", "list_lines", "pull_request_markdown", "report_link", "sparkline", "trend_lines"]
