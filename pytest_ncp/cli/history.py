@@ -80,11 +80,17 @@ def cmd_add(args: argparse.Namespace) -> int:
     from ..analysis.results import load_results
     from ..core.traces import RunFileError
 
+    import sqlite3
+
     try:
         added = add_runs(args.db, args.runs, load_results)
     except (RunFileError, HistoryError) as exc:
         print(f"ncp history: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except sqlite3.Error as exc:  # e.g. still locked after the busy timeout: nothing of that run was written
+        print(f"ncp history: error: {args.db}: {exc}; the run being added was not recorded (each is one "
+              "transaction): add it again", file=sys.stderr)
+        return EXIT_FAILED
     for a in added:
         what = {"added": f"recorded ({a.episodes} episode(s))",
                 "extended": f"{a.episodes} more episode(s) of a run already recorded",

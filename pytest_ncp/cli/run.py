@@ -61,7 +61,7 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     if not specs:
         return usage(f"no valid spec found in {' '.join(args.specs)}")
     if args.estimate:
-        return _estimate(config, specs, canary_cases, sequential=bool(args.sequential))
+        return _estimate(config, specs, canary_cases, sequential=bool(args.sequential), history=args.history)
     try:
         runner = Runner(config, out_dir=Path(args.out) if args.out else None, sequential=_plan(gate, config, args))
     except (NarratorLoadError, ValueError) as exc:
@@ -117,7 +117,8 @@ def _plan(gate: Gate | None, config: Any, args: argparse.Namespace) -> Sequentia
                           cancel=args.sequential_cancel, shards=shards)
 
 
-def _estimate(config: Any, specs: list[Any], canary_cases: list[Any], *, sequential: bool = False) -> int:
+def _estimate(config: Any, specs: list[Any], canary_cases: list[Any], *, sequential: bool = False,
+              history: str | None = None) -> int:
     """``--estimate``: the upper bound of the run's calls, tokens and cost; nothing runs, no model is called."""
     from ..engine.estimate import estimate_run
     from ..engine.runner import run_jobs
@@ -131,6 +132,10 @@ def _estimate(config: Any, specs: list[Any], canary_cases: list[Any], *, sequent
     jobs = run_jobs(specs, config, sequential=sequential)  # the episodes the run would play (its shard's too)
     estimate = estimate_run(config, jobs, narrator_factory=factory, canaries=[c.context() for c in canary_cases])
     print("\n".join(estimate_lines(estimate, cap=config.max_cost)))
+    if history:
+        from ..report.estimate import history_lines
+
+        print("\n".join(history_lines(history, config.to_dict(), specs, len(jobs))))
     return 0
 
 
