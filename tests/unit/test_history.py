@@ -161,10 +161,7 @@ def test_the_pull_request_summary_is_the_golden_markdown(db: sqlite3.Connection)
     text = pull_request_markdown(row, diff, base_branch="main", anchors=episode_anchors(h.rebuild(db, row.run_id)),
                                  report_url="https://ci.example/runs/{commit}/report.html")
     assert text.startswith(MARKER + "\n")
-    golden = FIXTURES / "pr_summary.md"
-    if not golden.exists():  # first run writes it; review it, then commit
-        golden.parent.mkdir(parents=True, exist_ok=True)
-        golden.write_text(text, encoding="utf-8")
+    golden = FIXTURES / "pr_summary.md"  # after an intended change: write `text` there, review the diff, commit
     assert text == golden.read_text(encoding="utf-8")
 
 
