@@ -56,6 +56,7 @@ _V1: tuple[str, ...] = (
         survival_text TEXT NOT NULL, reached INTEGER NOT NULL, observed INTEGER NOT NULL,
         rate_fact REAL NOT NULL, rate_commitment REAL NOT NULL, rate_player_input REAL NOT NULL,
         tokens INTEGER NOT NULL, prompt_tokens INTEGER, cost_usd REAL NOT NULL,
+        ci_run TEXT,                      -- provenance.ci_run: GITHUB_RUN_ID.GITHUB_RUN_ATTEMPT
         source TEXT,                      -- the folder last added from
         config TEXT NOT NULL, provenance TEXT, expected TEXT NOT NULL, parts TEXT NOT NULL  -- JSON
     )""",
@@ -283,7 +284,7 @@ def _write_run_row(conn: sqlite3.Connection, run_id: str, results: RunResults, c
         "reached": point["reached"], "observed": point["observed"],
         **{f"rate_{k}": float(m["conflict_rates"].get(k, 0.0)) for k in CONFLICT_KINDS},
         "tokens": m["tokens"], "prompt_tokens": m.get("prompt_tokens"), "cost_usd": m["cost_usd"],
-        "source": str(source) if source is not None else None,
+        "ci_run": prov.ci_run if prov else None, "source": str(source) if source is not None else None,
         "config": json.dumps(config, sort_keys=True),
         "provenance": json.dumps(prov.model_dump(mode="json"), sort_keys=True) if prov else None,
         "expected": json.dumps(expected), "parts": json.dumps(parts, sort_keys=True),
@@ -334,6 +335,7 @@ class RunRow:
     source: str | None
     demo: bool
     config: dict[str, Any] = field(default_factory=dict)
+    ci_run: str | None = None
 
     @property
     def short(self) -> str:
@@ -359,7 +361,8 @@ class RunRow:
 _ROW_SQL = ("SELECT run_id, added, started, commit_sha, branch, base_branch, dirty, narrator, narrator_model, "
             "auditor_model, player, prompt_version, max_turns, survival_turn, spec_set, specs, comparable, complete, "
             "episodes, judged, errors, survival, survival_low, survival_high, survival_text, rate_fact, "
-            "rate_commitment, rate_player_input, tokens, prompt_tokens, cost_usd, source, demo, config FROM runs")
+            "rate_commitment, rate_player_input, tokens, prompt_tokens, cost_usd, source, demo, config, ci_run "
+            "FROM runs")
 
 
 def _row(r: Sequence[Any]) -> RunRow:
@@ -371,7 +374,7 @@ def _row(r: Sequence[Any]) -> RunRow:
                   errors=int(r[20]), survival=r[21], survival_ci=ci, survival_text=r[24],
                   conflict_rates={"fact": r[25], "commitment": r[26], "player_input": r[27]}, tokens=int(r[28]),
                   prompt_tokens=r[29], cost_usd=float(r[30]), source=r[31], demo=bool(r[32]),
-                  config=json.loads(r[33]))
+                  config=json.loads(r[33]), ci_run=r[34])
 
 
 def parse_since(text: str, *, now: datetime | None = None) -> str:
@@ -458,10 +461,11 @@ def commitment_states(conn: sqlite3.Connection, run_id: str) -> dict[tuple[str, 
 
 def latest_comparable(conn: sqlite3.Connection, run: RunRow, *, branch: str | None,
                       before: bool = True) -> RunRow | None:
-    """The latest run comparable with ``run`` on ``branch`` (any branch when None), other than ``run`` itself;
-    ``before``: started no later than ``run``."""
+    """The latest complete run comparable with ``run`` on ``branch`` (any branch when None), other than ``run``
+    itself; ``before``: started no later than ``run``. An interrupted run is no baseline: its missing episodes may
+    be the failing ones."""
     found = [r for r in list_runs(conn, branch=branch, comparable=run.comparable)
-             if r.run_id != run.run_id and (not before or r.when <= run.when)]
+             if r.run_id != run.run_id and r.complete and (not before or r.when <= run.when)]
     return found[-1] if found else None
 
 
@@ -501,12 +505,6 @@ def add_runs(path: str | Path, sources: Sequence[str | Path], load: Callable[[st
         return [add_run(conn, load(s), results_path(s).resolve().parent) for s in sources]
     finally:
         conn.close()
-
-
-__all__ = ["COMPARABLE_FIELDS", "DEFAULT_DB", "MIGRATIONS", "SCHEMA_VERSION", "Added", "HistoryError", "MeasuredUsage",
-           "RunRow", "add_run", "add_runs", "commitment_states", "comparable_key", "find_run", "groups",
-           "latest_comparable", "list_runs", "measured_usage", "open_history", "parse_since", "rebuild",
-           "run_identity", "schema_version"]
 
 
 # --- what changed between two runs -------------------------------------------------------------------------
@@ -577,7 +575,9 @@ def diff_runs(conn: sqlite3.Connection, base: RunRow, new: RunRow, *, alpha: flo
     comparison = compare_runs(run0, run1, turn=turn, alpha=alpha)
     eps0 = {(e.spec_id, e.repeat): e.record() for e in run0.episodes}
     eps1 = {(e.spec_id, e.repeat): e.record() for e in run1.episodes}
-    stopped, started, moved = [], [], []
+    stopped: list[EpisodeChange] = []
+    started: list[EpisodeChange] = []
+    moved: list[EpisodeChange] = []
     for key in sorted(eps0.keys() & eps1.keys()):
         e0, e1 = eps0[key], eps1[key]
         s0, s1 = survived_at(e0, turn), survived_at(e1, turn)
@@ -590,24 +590,28 @@ def diff_runs(conn: sqlite3.Connection, base: RunRow, new: RunRow, *, alpha: flo
         elif t0 is not None and t1 is not None and t0 != t1:
             moved.append(change)
     c0, c1 = commitment_states(conn, base.run_id), commitment_states(conn, new.run_id)
-    c_stopped, c_started, c_other = [], [], []
-    for key in sorted(c0.keys() & c1.keys()):
-        if c0[key] == c1[key]:
+    c_stopped: list[CommitmentChange] = []
+    c_started: list[CommitmentChange] = []
+    c_other: list[CommitmentChange] = []
+    for ckey in sorted(c0.keys() & c1.keys()):
+        if c0[ckey] == c1[ckey]:
             continue
-        change = CommitmentChange(key[0], key[1], key[2], c0[key], c1[key])
-        if c1[key] == "VIOLATED":
-            c_stopped.append(change)
-        elif c0[key] == "VIOLATED":
-            c_started.append(change)
+        cchange = CommitmentChange(ckey[0], ckey[1], ckey[2], c0[ckey], c1[ckey])
+        if c1[ckey] == "VIOLATED":
+            c_stopped.append(cchange)
+        elif c0[ckey] == "VIOLATED":
+            c_started.append(cchange)
         else:
-            c_other.append(change)
+            c_other.append(cchange)
     return HistoryDiff(base, new, (), comparison, tuple(stopped), tuple(started), tuple(moved),
                        tuple(c_stopped), tuple(c_started), tuple(c_other))
 
 
 def _ending(e: Mapping[str, Any]) -> str:
     turn = failure_turn(e)
-    return f"{e['termination']} at turn {turn}" if turn is not None else f"{e['termination']} after {e['turns']} turn(s)"
+    kind = (e.get("error") or {}).get("kind")
+    ending = f"{e['termination']} ({kind})" if kind else str(e["termination"])
+    return f"{ending} at turn {turn}" if turn is not None else f"{ending} after {e['turns']} turn(s)"
 
 
 def pull_request_diff(conn: sqlite3.Connection, run: RunRow, *, base_branch: str | None = None) -> HistoryDiff | None:
@@ -618,4 +622,8 @@ def pull_request_diff(conn: sqlite3.Connection, run: RunRow, *, base_branch: str
     return None if base is None else diff_runs(conn, base, run)
 
 
-__all__ += ["CommitmentChange", "EpisodeChange", "HistoryDiff", "diff_runs", "pull_request_diff"]
+__all__ = ["COMPARABLE_FIELDS", "DEFAULT_DB", "MIGRATIONS", "SCHEMA_VERSION", "Added", "CommitmentChange",
+           "EpisodeChange", "HistoryDiff", "HistoryError", "MeasuredUsage", "RunRow", "add_run", "add_runs",
+           "commitment_states", "comparable_key", "diff_runs", "find_run", "groups", "latest_comparable", "list_runs",
+           "measured_usage", "open_history", "parse_since", "pull_request_diff", "rebuild", "run_identity",
+           "schema_version"]

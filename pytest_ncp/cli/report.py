@@ -31,7 +31,7 @@ def register(sub: Any) -> None:
     p.add_argument("--base", metavar="BRANCH", help="with --history --markdown: the branch to compare with (default: "
                                                     "the run's base branch, GITHUB_BASE_REF, else main)")
     p.add_argument("--report-url", metavar="URL", help="with --history: where each run's report is, with {run_id}, "
-                                                       "{commit} and {branch} filled in (e.g. a CI artifact's URL); "
+                                                       "{commit}, {branch} and {ci_run_id} filled in (e.g. a CI artifact's URL); "
                                                        "default: the report.html in the folder it was added from")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--markdown", action="store_true", help="GitHub-flavoured Markdown (for $GITHUB_STEP_SUMMARY)")

@@ -119,8 +119,10 @@ def diff_lines(diff: HistoryDiff) -> list[str]:
         (f"specs that started holding (failed by turn {diff.new.survival_turn} in A, survived it in B)",
          [_episode(c) for c in diff.specs_started]),
         ("first-failure turns that moved", [_episode(c) for c in diff.turns_moved]),
-        ("commitments that stopped holding (violated in B, not in A)", [_commitment(c) for c in diff.commitments_stopped]),
-        ("commitments that started holding (violated in A, not in B)", [_commitment(c) for c in diff.commitments_started]),
+        ("commitments that stopped holding (violated in B, not in A)",
+         [_commitment(c) for c in diff.commitments_stopped]),
+        ("commitments that started holding (violated in A, not in B)",
+         [_commitment(c) for c in diff.commitments_started]),
         ("other commitment changes", [_commitment(c) for c in diff.commitments_other]),
     ]
     for title, items in sections:
@@ -134,11 +136,15 @@ def diff_lines(diff: HistoryDiff) -> list[str]:
 
 def report_link(run: RunRow, template: str | None, anchor: str | None = None,
                 relative_to: Path | None = None) -> str | None:
-    """Where a run's report is: ``template`` with ``{run_id}``, ``{commit}`` and ``{branch}`` filled in (a CI
-    artifact's URL), else the report.html (or results.json) in the folder the run was added from, relative to
+    """Where a run's report is: ``template`` with ``{run_id}``, ``{commit}``, ``{branch}`` and ``{ci_run_id}`` (the
+    CI's GITHUB_RUN_ID) filled in (a CI artifact's or workflow run's URL), else the report.html (or results.json)
+    in the folder the run was added from, relative to
     ``relative_to`` when given; None when there is neither."""
     if template:
-        base = template.format(run_id=run.run_id, commit=run.commit or "no-git", branch=run.branch or "")
+        base = template.format(run_id=run.run_id, commit=run.commit or "no-git", branch=run.branch or "",
+                               ci_run_id=(run.ci_run or "").partition(".")[0])
+        if not base.endswith(".html"):  # a page that is not the run's own report has no episode anchors
+            return base
     else:
         folder = Path(run.source) if run.source else None
         found = [p for p in (folder / "report.html", folder / "results.json") if p.is_file()] if folder else []
@@ -237,7 +243,7 @@ def history_chart(group: Sequence[RunRow], link: Callable[[RunRow], str | None],
         measurable = r.survival is not None
         lo, hi = r.survival_ci or (0.0, 0.0)
         points.append({
-            "x": x, "y": y(r.survival) if measurable else y(0.0), "y_lo": y(lo), "y_hi": y(hi),
+            "x": x, "y": y(r.survival) if r.survival is not None else y(0.0), "y_lo": y(lo), "y_hi": y(hi),
             "measurable": measurable, "href": link(r), "run": r.run_id[:10], "commit": r.short[:7],
             "tooltip": f"{r.short} on {r.branch or '-'}, {r.when[:19].replace('T', ' ')}: survival@{r.survival_turn} "
                        f"{r.survival_text}; {r.episodes} episode(s), ${r.cost_usd:.4f}",
@@ -272,4 +278,5 @@ def render_history_html(runs: Sequence[RunRow], *, link: Callable[[RunRow], str 
     return template.render(title=title, version=__version__, runs=len(runs), groups=views)
 
 
-__all__ = ["MARKER", "episode_anchors", "history_chart", "render_history_html", "diff_lines", "list_lines", "pull_request_markdown", "report_link", "sparkline", "trend_lines"]
+__all__ = ["MARKER", "diff_lines", "episode_anchors", "history_chart", "list_lines", "pull_request_markdown",
+           "render_history_html", "report_link", "sparkline", "trend_lines"]

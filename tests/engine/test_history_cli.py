@@ -130,7 +130,7 @@ def test_two_commits_list_diff_and_pull_request_summary(two_commits, capsys) -> 
 
     assert main(["history", "diff", "--db", db, first[:8], "fix"]) == 0
     diff = capsys.readouterr().out
-    assert "first-failure turns that moved: 1\n  aelita[r0]: error at turn 1 -> conflict:commitment" in diff
+    assert "first-failure turns that moved: 1\n  aelita[r0]: error (narrator) at turn 1 -> conflict:commitment" in diff
     assert "commitments that stopped holding (violated in B, not in A): 1\n  aelita[r0] C4: PENDING -> VIOLATED" in diff
     assert "McNemar" in diff
 
