@@ -498,11 +498,29 @@ def measured_usage(conn: sqlite3.Connection, config: Mapping[str, Any], spec_set
     return MeasuredUsage(pick, pick.tokens / pick.episodes, pick.cost_usd / pick.episodes)
 
 
+def expand_sources(sources: Sequence[str | Path]) -> list[Path]:
+    """Run folders and results files as given; a folder with no results.json stands for the ``*.json`` files in it
+    (one results file per run, as the CI recipe keeps them on a branch), in name order."""
+    out: list[Path] = []
+    for s in map(Path, sources):
+        if s.is_dir() and not results_path(s).is_file():
+            found = sorted(s.glob("*.json"))
+            if not found:
+                raise HistoryError(f"{s}: neither a results.json nor any *.json results file in it")
+            out += found
+        else:
+            out.append(s)
+    return out
+
+
 def add_runs(path: str | Path, sources: Sequence[str | Path], load: Callable[[str | Path], RunResults]) -> list[Added]:
-    """Open the history at ``path`` and add each results folder (``load`` reads one; its errors go up)."""
+    """Open the history at ``path`` and add each results folder or file (``expand_sources``; ``load`` reads one;
+    its errors go up). Each run is its own transaction: a bad file stops the command, the runs before it stay."""
+    files = expand_sources(sources)
     conn = open_history(path)
     try:
-        return [add_run(conn, load(s), results_path(s).resolve().parent) for s in sources]
+        return [add_run(conn, load(s), results_path(s).resolve().parent if s.is_dir() else s.resolve())
+                for s in files]
     finally:
         conn.close()
 
@@ -624,6 +642,6 @@ def pull_request_diff(conn: sqlite3.Connection, run: RunRow, *, base_branch: str
 
 __all__ = ["COMPARABLE_FIELDS", "DEFAULT_DB", "MIGRATIONS", "SCHEMA_VERSION", "Added", "CommitmentChange",
            "EpisodeChange", "HistoryDiff", "HistoryError", "MeasuredUsage", "RunRow", "add_run", "add_runs",
-           "commitment_states", "comparable_key", "diff_runs", "find_run", "groups", "latest_comparable", "list_runs",
+           "commitment_states", "comparable_key", "diff_runs", "expand_sources", "find_run", "groups", "latest_comparable", "list_runs",
            "measured_usage", "open_history", "parse_since", "pull_request_diff", "rebuild", "run_identity",
            "schema_version"]

@@ -146,8 +146,11 @@ def report_link(run: RunRow, template: str | None, anchor: str | None = None,
         if not base.endswith(".html"):  # a page that is not the run's own report has no episode anchors
             return base
     else:
-        folder = Path(run.source) if run.source else None
-        found = [p for p in (folder / "report.html", folder / "results.json") if p.is_file()] if folder else []
+        source = Path(run.source) if run.source else None
+        if source is not None and source.is_file():  # added as a results file of its own (a history branch)
+            found = [source]
+        else:
+            found = [p for p in (source / "report.html", source / "results.json") if p.is_file()] if source else []
         if not found:
             return None
         base = os.path.relpath(found[0], relative_to) if relative_to is not None else str(found[0])
