@@ -133,9 +133,9 @@ def _estimate(config: Any, specs: list[Any], canary_cases: list[Any], *, sequent
     estimate = estimate_run(config, jobs, narrator_factory=factory, canaries=[c.context() for c in canary_cases])
     print("\n".join(estimate_lines(estimate, cap=config.max_cost)))
     if history:
-        from ..report.estimate import history_lines
+        from ..report.history import estimate_history_lines
 
-        print("\n".join(history_lines(history, config.to_dict(), specs, len(jobs))))
+        print("\n".join(estimate_history_lines(history, config.to_dict(), specs, len(jobs))))
     return 0
 
 

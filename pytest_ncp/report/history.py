@@ -281,5 +281,35 @@ def render_history_html(runs: Sequence[RunRow], *, link: Callable[[RunRow], str 
     return template.render(title=title, version=__version__, runs=len(runs), groups=views)
 
 
-__all__ = ["MARKER", "diff_lines", "episode_anchors", "history_chart", "list_lines", "pull_request_markdown",
+
+def estimate_history_lines(db: str, config: dict[str, Any], specs: Sequence[Any], episodes: int,
+                  *, flag: str = "--history") -> list[str]:
+    """``--estimate`` with a history: the expected tokens and cost, from what the last comparable run (same spec
+    set, horizon, auditor, player and prompts; the same narrator when there is one) measured per episode."""
+    from ..analysis.history import HistoryError, measured_usage, open_history
+    from ..engine.provenance import spec_set_fingerprint
+
+    def usd(value: float) -> str:
+        return f"${value:,.4f}"
+
+    try:
+        conn = open_history(db, create=False)
+    except HistoryError as exc:
+        return [f"expected from history: not available ({exc})"]
+    try:
+        spec_set = spec_set_fingerprint((s.id, s.fingerprint) for s in specs)
+        usage = measured_usage(conn, config, spec_set, narrator=config.get("narrator"))
+    finally:
+        conn.close()
+    if usage is None:
+        return [f"expected from history: no comparable run in the history {db} (same spec set, max turns, auditor, "
+                "player and prompts); the bound above is all there is"]
+    r = usage.run
+    tokens, cost = round(usage.tokens_per_episode * episodes), usage.cost_per_episode * episodes
+    return [f"expected from history: {tokens:,} tokens, {usd(cost)} for {episodes} episode(s), at the "
+            f"{usage.tokens_per_episode:,.0f} tokens and {usd(usage.cost_per_episode)} per episode run "
+            f"{r.run_id[:10]} (commit {r.short}, {r.when[:10]}, {r.episodes} episode(s)) measured ({flag} {db})"]
+
+
+__all__ = ["MARKER", "diff_lines", "episode_anchors", "estimate_history_lines", "history_chart", "list_lines", "pull_request_markdown",
            "render_history_html", "report_link", "sparkline", "trend_lines"]
