@@ -57,4 +57,3 @@ def estimate_lines(e: Estimate, *, max_tokens_flag: str = "--max-tokens", cap: f
     lines += list(e.notes)
     lines.append(f"nothing was run ({front})")
     return lines
-
