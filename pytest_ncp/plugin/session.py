@@ -45,6 +45,7 @@ class NcpSession:
         self.interrupted = False
         self.started = False  # the test loop began (not --collect-only or --fixtures): finish() decides
         self._ids: dict[str, str] = {}
+        self._collected: dict[str, NarrativeSpec] = {}  # the spec set of results.json's provenance
         self._background: BackgroundRunner | None = None
         self._server: Any = None
         self._canaries: Any = None  # future of the auditor canaries (controller only)
@@ -68,6 +69,7 @@ class NcpSession:
         if owner != str(spec.path):
             raise SpecError([SpecProblem(str(spec.path), spec.line_of("id"), "id",
                                          f"duplicate spec id {spec.id!r} (also in {owner})")])
+        self._collected[spec.id] = spec
 
     # --- running -----------------------------------------------------------------------------
     def _runner(self) -> BackgroundRunner:
@@ -250,7 +252,9 @@ class NcpSession:
             from ..core.spec import load_specs
             from ..engine.provenance import collect_provenance
 
-            specs, _ = load_specs(self.settings.specs)
+            # The specs this session collected (a file named on the command line is the whole set); a pytest-xdist
+            # controller collects none, and reads the configured spec paths.
+            specs = list(self._collected.values()) or load_specs(self.settings.specs)[0]
             self._provenance = collect_provenance(self.settings.run.to_dict(), specs,
                                                   branch=self.settings.options.get("branch"), now=self.started_at)
         return self._provenance

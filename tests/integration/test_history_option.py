@@ -36,3 +36,12 @@ def test_a_history_of_a_newer_version_is_reported_and_the_verdict_stands(project
     assert result.ret == project.run("-q").ret  # the verdict is the session's, recorded or not
     result.stdout.fnmatch_lines(["history: --ncp-history *h.sqlite: the run was not recorded: *schema version 42 "
                                  "was written by a newer pytest-ncp*"])
+
+
+def test_the_spec_set_is_what_the_session_collected(project):
+    project.twin("twin-a")
+    out_all, out_one = project.pytester.path / "all", project.pytester.path / "one"
+    project.run("-q", f"--ncp-report={out_all}")
+    project.run("-q", "specs/caligari.yaml", f"--ncp-report={out_one}")
+    every, one = (json.loads((o / "results.json").read_text())["provenance"] for o in (out_all, out_one))
+    assert (every["specs"], one["specs"]) == (2, 1) and every["spec_set"] != one["spec_set"]
