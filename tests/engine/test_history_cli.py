@@ -196,3 +196,20 @@ def test_estimate_uses_the_last_comparable_runs_measured_tokens(two_commits, cap
     assert f"expected from history: {latest.tokens:,} tokens" in out and latest.run_id[:10] in out
     assert main([*base, "--max-turns", "15", "--history", str(two_commits["db"])]) == 0
     assert "no comparable run in the history" in capsys.readouterr().out
+
+
+def test_shards_and_their_merge_from_real_runs_are_recorded_once(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)  # outside git: the provenance says so, and the shards still pair up
+    specs = [str(SPECS / f"{n}.yaml") for n in ("aelita", "caligari", "metropolis", "nosferatu")]
+    for i in (1, 2):
+        assert main(["demo", "--specs", *specs, "--max-turns", "5", "--shard", f"{i}/2", "--out", f"s{i}"]) == 0
+    assert main(["merge", "s1", "s2", "--out", "all"]) == 0
+    capsys.readouterr()
+    assert main(["history", "add", "s1", "s2", "all", "--db", "h.sqlite"]) == 0
+    said = capsys.readouterr().out.splitlines()
+    assert ["recorded (2" in said[0], "2 more episode(s)" in said[1], "already recorded" in said[2]] == [True] * 3
+    conn = h.open_history("h.sqlite")
+    (row,) = h.list_runs(conn)
+    conn.close()
+    assert row.episodes == 4 and row.complete and row.commit is None
+    assert "not in a git repository" in json.loads((tmp_path / "all" / "results.json").read_text())["provenance"]["git"]
