@@ -28,7 +28,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Final, Iterable, Mapping, Sequence
 
-from ..core.config import episode_key
+from ..core.records import EpisodeRecord
 from .metrics import CONFLICT_KINDS, compute_metrics, failure_turn
 from .results import RunResults, build_results, results_path
 
@@ -62,8 +62,11 @@ _V1: tuple[str, ...] = (
     )""",
     """CREATE TABLE episodes (
         run_id TEXT NOT NULL REFERENCES runs(run_id), spec_id TEXT NOT NULL, repeat INTEGER NOT NULL,
-        termination TEXT NOT NULL, turns INTEGER NOT NULL, failure_turn INTEGER, failure_type TEXT,
-        tokens INTEGER NOT NULL, cost_usd REAL NOT NULL,
+        termination TEXT NOT NULL, owner TEXT NOT NULL, error_kind TEXT,  -- core.endings: who owns the outcome
+        turns INTEGER NOT NULL, failure_turn INTEGER, failure_type TEXT,
+        progress REAL NOT NULL, satisfied REAL NOT NULL, held REAL, spec_fingerprint TEXT,
+        tokens INTEGER NOT NULL, prompt_tokens INTEGER, completion_tokens INTEGER, cached_tokens INTEGER,
+        cost_usd REAL NOT NULL,
         record TEXT NOT NULL,             -- the episode as in results.json (JSON)
         PRIMARY KEY (run_id, spec_id, repeat)
     )""",
@@ -219,13 +222,17 @@ def add_run(conn: sqlite3.Connection, results: RunResults, source: str | Path | 
             parts.append(part)
         stored = 0
         for e in results.episodes:
-            record = e.record()
+            record = e.model_dump(mode="json", exclude_unset=True)  # the episode as results.json stores it
             failure = e.failure
-            cur = conn.execute(
-                "INSERT OR IGNORE INTO episodes (run_id, spec_id, repeat, termination, turns, failure_turn, "
-                "failure_type, tokens, cost_usd, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (run_id, e.spec_id, e.repeat, e.termination, e.turns, failure_turn(record),
-                 failure.type if failure else None, e.tokens, e.cost_usd, json.dumps(record, sort_keys=True)))
+            columns = {
+                "run_id": run_id, "spec_id": e.spec_id, "repeat": e.repeat, "termination": e.termination.value,
+                "owner": e.owner.value, "error_kind": e.error.kind if e.error else None, "turns": e.turns,
+                "failure_turn": failure_turn(e), "failure_type": failure.type if failure else None,
+                "progress": e.progress, "satisfied": e.satisfied, "held": e.held, "spec_fingerprint": e.spec_fingerprint,
+                "tokens": e.tokens, "prompt_tokens": e.prompt_tokens, "completion_tokens": e.completion_tokens,
+                "cached_tokens": e.cached_tokens, "cost_usd": e.cost_usd, "record": json.dumps(record, sort_keys=True)}
+            cur = conn.execute(f"INSERT OR IGNORE INTO episodes ({', '.join(columns)}) "
+                               f"VALUES ({', '.join(':' + k for k in columns)})", columns)
             if cur.rowcount:
                 stored += 1
                 conn.executemany("INSERT OR IGNORE INTO commitments (run_id, spec_id, repeat, commitment_id, state) "
@@ -257,7 +264,7 @@ def _complete(parts: Sequence[Mapping[str, Any]]) -> bool:
 def _write_run_row(conn: sqlite3.Connection, run_id: str, results: RunResults, config: Mapping[str, Any],
                    expected: list[str], parts: list[dict[str, Any]], source: str | Path | None, *, exists: bool,
                    now: datetime | None) -> None:
-    records = [json.loads(r) for (r,) in conn.execute("SELECT record FROM episodes WHERE run_id = ?", (run_id,))]
+    records = _episodes(conn, run_id)
     turn = comparable_key(config, None)["survival_turn"]
     m = compute_metrics(records, survival_turn=turn)
     point = m["survival_point"]
@@ -446,11 +453,16 @@ def rebuild(conn: sqlite3.Connection, run_id: str) -> RunResults:
                        (run_id,)).fetchone()
     if row is None:
         raise HistoryError(f"no run {run_id!r} in the history")
-    records = [json.loads(r) for (r,) in conn.execute(
-        "SELECT record FROM episodes WHERE run_id = ? ORDER BY spec_id, repeat", (run_id,))]
-    expected = set(json.loads(row[1])) | {episode_key(e["spec_id"], e["repeat"]) for e in records}
+    records = _episodes(conn, run_id)
+    expected = set(json.loads(row[1])) | {e.key for e in records}
     return build_results(json.loads(row[0]), records, survival_turn=int(row[3]), expected=expected,
                          provenance=json.loads(row[2]) if row[2] else None)
+
+
+def _episodes(conn: sqlite3.Connection, run_id: str) -> list[EpisodeRecord]:
+    """A run's stored episodes, read back as the typed records results.json holds."""
+    return [EpisodeRecord.model_validate(json.loads(r)) for (r,) in conn.execute(
+        "SELECT record FROM episodes WHERE run_id = ? ORDER BY spec_id, repeat", (run_id,))]
 
 
 def commitment_states(conn: sqlite3.Connection, run_id: str) -> dict[tuple[str, int, str], str]:
@@ -591,8 +603,8 @@ def diff_runs(conn: sqlite3.Connection, base: RunRow, new: RunRow, *, alpha: flo
     turn = new.survival_turn
     run0, run1 = rebuild(conn, base.run_id), rebuild(conn, new.run_id)
     comparison = compare_runs(run0, run1, turn=turn, alpha=alpha)
-    eps0 = {(e.spec_id, e.repeat): e.record() for e in run0.episodes}
-    eps1 = {(e.spec_id, e.repeat): e.record() for e in run1.episodes}
+    eps0 = {(e.spec_id, e.repeat): e for e in run0.episodes}
+    eps1 = {(e.spec_id, e.repeat): e for e in run1.episodes}
     stopped: list[EpisodeChange] = []
     started: list[EpisodeChange] = []
     moved: list[EpisodeChange] = []
@@ -625,11 +637,10 @@ def diff_runs(conn: sqlite3.Connection, base: RunRow, new: RunRow, *, alpha: flo
                        tuple(c_stopped), tuple(c_started), tuple(c_other))
 
 
-def _ending(e: Mapping[str, Any]) -> str:
+def _ending(e: EpisodeRecord) -> str:
     turn = failure_turn(e)
-    kind = (e.get("error") or {}).get("kind")
-    ending = f"{e['termination']} ({kind})" if kind else str(e["termination"])
-    return f"{ending} at turn {turn}" if turn is not None else f"{ending} after {e['turns']} turn(s)"
+    ending = e.termination.value + (f" ({e.error.kind})" if e.error is not None else "")
+    return f"{ending} at turn {turn}" if turn is not None else f"{ending} after {e.turns} turn(s)"
 
 
 def pull_request_diff(conn: sqlite3.Connection, run: RunRow, *, base_branch: str | None = None) -> HistoryDiff | None:

@@ -14,6 +14,7 @@ import pytest
 
 from pytest_ncp.analysis import history as h
 from pytest_ncp.analysis.results import RunResults, build_results, write_results
+from pytest_ncp.core.records import EpisodeRecord
 from pytest_ncp.engine.provenance import collect_provenance
 from pytest_ncp.report.history import (MARKER, diff_lines, list_lines, pull_request_markdown, sparkline,
                                        trend_lines)
@@ -49,7 +50,8 @@ def provenance(commit: str, branch: str, started: str, *, spec_set: str = "s" * 
 
 def run(episodes: list[dict[str, Any]], prov: dict[str, Any] | None, *, config: dict[str, Any] | None = None,
         **kw: Any) -> RunResults:
-    return build_results(config or CONFIG, episodes, survival_turn=20, provenance=prov, **kw)
+    records = [EpisodeRecord.model_validate(e) for e in episodes]
+    return build_results(config or CONFIG, records, survival_turn=20, provenance=prov, **kw)
 
 
 # Eight specs; on the feature branch three that survived on main fail, and one first-failure turn moves.
