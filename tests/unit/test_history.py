@@ -75,6 +75,10 @@ def test_adding_the_same_run_twice_is_a_no_op(db: sqlite3.Connection) -> None:
     assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1
     assert db.execute("SELECT COUNT(*) FROM episodes").fetchone()[0] == 8
     assert db.execute("SELECT COUNT(*) FROM commitments").fetchone()[0] == 16
+    rows = db.execute("SELECT spec_id, termination, owner, failure_turn, failure_type, progress FROM episodes "
+                      "WHERE spec_id IN ('s0', 's6') ORDER BY spec_id").fetchall()
+    assert rows == [("s0", "turn_limit", "none", None, None, 0.5), ("s6", "conflict:commitment", "narrator", 12,
+                                                                        "commitment", 0.2)]
     # Another run of the same commit (another start time) is another run.
     h.add_run(db, run(BASE, provenance("a" * 40, "main", "2026-12-01T11:00:00+00:00")))
     assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 2
