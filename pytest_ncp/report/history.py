@@ -266,7 +266,7 @@ def render_history_html(runs: Sequence[RunRow], *, link: Callable[[RunRow], str 
 
     import jinja2
 
-    from .. import __version__
+    from ..core.config import environment  # not the package root: it re-exports every layer, the plugin too
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     template = env.from_string(resources.files(__package__).joinpath("history.html.j2").read_text("utf-8"))
@@ -278,7 +278,7 @@ def render_history_html(runs: Sequence[RunRow], *, link: Callable[[RunRow], str 
                  **{k: f"{v:.1%}" for k, v in r.conflict_rates.items()}, "tokens": f"{r.tokens:,}",
                  "cost": f"${r.cost_usd:.4f}"} for r in group]
         views.append({**chart, "turn": group[0].survival_turn, "shares": group[0].comparable_text(), "rows": rows})
-    return template.render(title=title, version=__version__, runs=len(runs), groups=views)
+    return template.render(title=title, version=environment()["pytest_ncp"], runs=len(runs), groups=views)
 
 
 
