@@ -84,15 +84,64 @@ def _canonical(text: str) -> tuple[str, str | None]:
     return "".join(lines), problem
 
 
+_ISOLATES = {"\u2066": "L", "\u2067": "R", "\u2068": None}  # LRI, RLI, FSI (None: the first strong letter)
+_PDI = "\u2069"
+_HOLE = "\ufffc"  # bidi class ON, as the algorithm treats an isolate seen from outside
+
+
 def _resolve_line(line: str) -> str | None:
     """One paragraph with explicit controls as the control-free text a display lays out the same way."""
     if not any(ch in BIDI_CONTROLS for ch in line):
         return line
+    body = line.rstrip("\r\n")
+    return _resolve_run(body, None) if _HOLE not in body else _resolve_flat(body, None)
+
+
+def _resolve_run(text: str, base: str | None) -> str | None:
+    """``text`` read with its isolates read apart: the algorithm lays an isolate out as one neutral
+    character from outside and its content as a paragraph of its own, so each is read the same way."""
+    holes: list[str] = []
+    outer: list[str] = []
+    depth, start = 0, 0
+    for i, ch in enumerate(text):
+        if ch in _ISOLATES:
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == _PDI and depth:
+            depth -= 1
+            if depth == 0:
+                holes.append(text[start:i + 1])
+                outer.append(_HOLE)
+        elif depth == 0:
+            outer.append(ch)
+    if depth:  # an isolate left open runs to the end of the paragraph
+        holes.append(text[start:] + _PDI)
+        outer.append(_HOLE)
+    if not holes:
+        return _resolve_flat(text, base)
+    read_outer = _resolve_flat("".join(outer), base)
+    if read_outer is None or read_outer.count(_HOLE) != len(holes):
+        return None
+    parts = read_outer.split(_HOLE)
+    out = [parts[0]]
+    for hole, after in zip(holes, parts[1:]):
+        inner = _resolve_run(hole[1:-1], _ISOLATES[hole[0]])
+        if inner is None:
+            return None
+        out += [inner, after]
+    return "".join(out)
+
+
+def _resolve_flat(body: str, base: str | None) -> str | None:
+    """A run without isolates as the control-free text a display lays out the same way."""
+    body = body.replace(_PDI, "")  # a PDI that closes nothing does nothing
+    if not any(ch in BIDI_CONTROLS for ch in body):
+        return body
     from bidi import get_base_level, get_display  # the Unicode Bidirectional Algorithm, loaded when needed
 
-    body = line.rstrip("\r\n")
-    end = line[len(body):]
-    base = "R" if get_base_level(body) == 1 else "L"
+    end = ""
+    base = base or ("R" if get_base_level(body) == 1 else "L")
     shown = _BIDI_RE.sub("", str(get_display(body, base_dir=base)))
     # A display lays a line out left to right; reading order is the control-free text with that layout
     # (for simple runs laying out is its own inverse, so one more layout gives it). Checked: never guessed.
