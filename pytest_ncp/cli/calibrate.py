@@ -79,7 +79,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         for line in balance_lines(b):
             print("  " + line)
         reviewed = {f: r for f, r in gold.reviews.items() if r.get("status") == "reviewed"}
-        files = len(list((Path(args.gold) / "cases").glob("*.yaml")))
+        files = len(list((gold.directory / "cases").glob("*.yaml")))
         print(f"  review: {len(reviewed)} of {files} case file(s) reviewed"
               + "".join(f"\n    {f}: {r.get('reviewer')} ({r.get('date')}): {r.get('notes') or ''}".rstrip()
                         for f, r in sorted(reviewed.items())))

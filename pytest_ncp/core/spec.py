@@ -274,10 +274,15 @@ def parse_spec(text: str, path: str = "<string>") -> NarrativeSpec:
 
 
 def spec_files(paths: Iterable[str | Path]) -> list[Path]:
-    """Expand files and directories into a sorted list of spec files (``*.yaml`` / ``*.yml``)."""
+    """Expand files and directories (or ``ncp-bench``) into a sorted list of spec files (``*.yaml`` / ``*.yml``)."""
+    from .bundled import BundledDataMissing, resolve
+
     found: set[Path] = set()
     for raw in paths:
-        p = Path(raw)
+        try:
+            p = resolve(raw)  # ncp-bench: the specs installed with the package
+        except BundledDataMissing as exc:
+            raise SpecError([SpecProblem(str(raw), None, "<file>", str(exc))]) from None
         if p.is_dir():
             found.update(q for q in p.rglob("*") if q.suffix in (".yaml", ".yml") and q.is_file())
         elif p.exists():

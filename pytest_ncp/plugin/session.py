@@ -135,7 +135,7 @@ class NcpSession:
 
         s = self.settings
         try:
-            cases = pick_canaries(s.canary_set or "calibration", s.canaries, seed=s.canary_seed)
+            cases = pick_canaries(s.canary_set, s.canaries, seed=s.canary_seed)
         except GoldSetError as exc:
             self.canary_error = f"auditor canaries could not start: {exc}"
             return
