@@ -1,5 +1,6 @@
 """The ``ncp`` command: the same engine as the pytest plugin, without pytest.
 
+    ncp init                       write a starter project (narrator stub, a spec, pytest setup, CI)
     ncp validate specs/            check every spec (path:line: field: message), exit 1 on problems
     ncp schema                     JSON Schema of the spec format
     ncp run --narrator M:A ...     play, audit and score episodes; writes DIR/results.json + traces
@@ -22,7 +23,7 @@ from .common import EXIT_INTERRUPTED, EXIT_USAGE
 # One module per sub-command, each with ``register(subparsers)`` that adds it (with
 # ``set_defaults(func=...)``), in the order ``ncp --help`` lists them; heavy imports stay inside the
 # command functions, so ``ncp --help`` is quick.
-COMMAND_MODULES: tuple[str, ...] = ("validate", "schema", "run", "demo", "lint", "catalog", "report", "specs",
+COMMAND_MODULES: tuple[str, ...] = ("init", "validate", "schema", "run", "demo", "lint", "catalog", "report", "specs",
                                     "compare", "reaudit", "stability", "review", "merge", "doctor", "calibrate",
                                     "fork", "failures")
 

@@ -70,6 +70,11 @@ def wheel_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (site / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
     run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index",
          str(wheel)], cwd=base)
+    # pytest comes with the borrowed dependencies, its `pytest` program does not: the one pip would write.
+    launcher = venv / "bin" / "pytest"
+    launcher.write_text(f"#!{python}\nimport sys\nfrom pytest import console_main\nsys.exit(console_main())\n",
+                        encoding="utf-8")
+    launcher.chmod(0o755)
     return venv / "bin"
 
 
