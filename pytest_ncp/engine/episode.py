@@ -901,13 +901,16 @@ def summarize(results: Sequence[EpisodeResult]) -> str:
     return "\n".join(episode_line(r) for r in results)
 
 
-def episode_line(r: EpisodeResult) -> str:
+ERROR_LINE_WIDTH = 400  # an error message's first line, in an episode line; longer ones end in "…"
 
+
+def episode_line(r: EpisodeResult) -> str:
     what = r.termination.value
     if r.failure:
         ids = ",".join(r.failure.fact_ids + r.failure.commitment_ids)
         what += f" at turn {r.failure.turn}" + (f" ({ids})" if ids else "")
     elif r.error:
-        what += f" ({r.error.kind}: {one_line(r.error.message, 100)})"
+        # Whole: the fix is often at the end ("set OPENAI_API_KEY (or pass --api-base ...)").
+        what += f" ({r.error.kind}: {one_line(r.error.message, ERROR_LINE_WIDTH)})"
     return (f"{episode_name(r.spec.id, r.repeat)}: {what}; turns={r.turns} progress={r.progress:.0%} "
             f"satisfied={r.satisfied:.0%} tokens={r.usage.tokens}")

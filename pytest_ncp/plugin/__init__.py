@@ -50,6 +50,9 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "a hand-written test, overrides run_episode settings (max_turns, player, ...)")
     settings = options.resolve(config)
     config.stash[SETTINGS_KEY] = settings
+    from .collect import bundled_args
+
+    bundled_args(config, settings.specs)
     if not settings.enabled:
         return
     if settings.options.get("estimate"):

@@ -4,6 +4,7 @@ main job and ``ncp demo`` play the bundled NCP-Bench specs from an empty directo
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -40,14 +41,46 @@ def test_ncp_demo_and_validate_run_the_bundled_specs_in_an_empty_directory(wheel
     assert "0 problem(s)" in check.stdout
 
 
+def readme_main_job() -> tuple[str, list[str]]:
+    """The README's first command: (how it installs, the pytest command as a list)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first = readme.split("```bash\n", 1)[1].splitlines()[0]
+    install, _, job = first.split("#", 1)[0].partition(" && ")
+    return install.strip(), shlex.split(job)
+
+
 def test_the_readme_main_job_runs_from_the_wheel_in_an_empty_directory(wheel_env: Path, empty_dir: Path):
-    """The README's first command with a short story: every bundled spec collected and played."""
-    proc = subprocess.run(
-        [str(wheel_env / "python"), "-m", "pytest", "--ncp-specs=ncp-bench", "--ncp-demo",
-         "--ncp-narrator=pytest_ncp.narrators:LLMNarrator", "--ncp-max-turns=2", "--ncp-min-survival=0.05@2",
-         "--ncp-report=runs/demo", "-q", "-p", "no:cacheprovider"],
-        cwd=empty_dir, env=clean_env(), capture_output=True, text=True, timeout=900)
+    """The README's first command, with a short story: every bundled spec collected and played."""
+    install, job = readme_main_job()
+    assert install == "pip install -e ."  # the main job needs no test extra
+    assert job[:3] == ["python", "-m", "pytest"] and "--ncp-max-turns=20" in job and "--ncp-min-survival=0.05@20" in job
+    short = [{"--ncp-max-turns=20": "--ncp-max-turns=2", "--ncp-min-survival=0.05@20": "--ncp-min-survival=0.05@2"}
+             .get(a, a) for a in job[3:]]
+    proc = subprocess.run([str(wheel_env / "python"), "-m", "pytest", *short, "-q", "-p", "no:cacheprovider"],
+                          cwd=empty_dir, env=clean_env(), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = json.loads((empty_dir / "runs" / "demo" / "results.json").read_text(encoding="utf-8"))
     assert len(results["episodes"]) == BENCH_SPECS
     assert (empty_dir / "runs" / "demo" / "report.html").is_file()
+
+
+def test_the_ci_workflow_commands_run_from_the_wheel_in_an_empty_directory(wheel_env: Path, empty_dir: Path):
+    """docs/ci.md's pytest and report commands, offline: the demo's scripted models stand in for the real ones
+    (which have the prices the cost cap needs, so the cap is left out), a short story, one process."""
+    from tests.engine.test_ci_recipe import _commands, _workflow
+
+    commands = _commands(_workflow())
+    gated = next(c for c in commands if c[:3] == ["python", "-m", "pytest"])
+    swap = {"--ncp-narrator=my_agent:Narrator": "--ncp-narrator=pytest_ncp.narrators:LLMNarrator",
+            "--ncp-max-turns=20": "--ncp-max-turns=2", "--ncp-min-survival=0.4@20": "--ncp-min-survival=0.05@2"}
+    args = [swap.get(a, a) for a in gated[3:] if not a.startswith("--ncp-max-cost=")]
+    assert "--ncp-specs=ncp-bench" in args and args[args.index("-n"):][:2] == ["-n", "4"]
+    args[args.index("-n") + 1] = "0"
+    proc = subprocess.run([str(wheel_env / "python"), "-m", "pytest", *args, "--ncp-demo", "-q", "-p",
+                           "no:cacheprovider"], cwd=empty_dir, env=clean_env(), capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert (empty_dir / "runs" / "ci" / "junit.xml").is_file() and any((empty_dir / "cassettes").iterdir())
+    report = next(c for c in commands if c[:2] == ["ncp", "report"])
+    out = run([str(wheel_env / "ncp"), *report[1:]], cwd=empty_dir, env=clean_env()).stdout
+    assert "survival@" in out

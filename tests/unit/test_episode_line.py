@@ -1,0 +1,18 @@
+"""``ncp run``'s line per episode shows an error's message whole, fix included."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from pytest_ncp.engine.episode import Termination, episode_line
+
+MESSAGE = ("narrator call to openai/gpt-4o-mini failed after 1 attempt(s) at api.openai.com:443: MissingKeyError: "
+           "Missing credentials: set OPENAI_API_KEY (or pass --api-base for a local OpenAI-compatible server)")
+
+
+def test_an_error_line_keeps_the_fix_at_the_end_of_the_message():
+    result = SimpleNamespace(termination=Termination.ERROR, failure=None, spec=SimpleNamespace(id="caligari"),
+                             error=SimpleNamespace(kind="model", message=MESSAGE), repeat=0, turns=0, progress=0.0,
+                             satisfied=0.0, usage=SimpleNamespace(tokens=0))
+    line = episode_line(result)  # type: ignore[arg-type]
+    assert f"caligari[r0]: error (model: {MESSAGE}); turns=0" in line and "…" not in line
