@@ -28,8 +28,9 @@ def bundled_folder(name: str) -> Path:
     installed = resources.files("pytest_ncp") / "bench" / folder
     if isinstance(installed, Path) and installed.is_dir():
         return installed
-    checkout = Path(__file__).resolve().parents[2] / folder
-    if (Path(__file__).resolve().parents[2] / "pyproject.toml").is_file() and checkout.is_dir():
+    repository = Path(__file__).resolve().parents[2]  # pytest_ncp/core/bundled.py -> the checkout, if it is one
+    checkout = repository / folder
+    if (repository / "pyproject.toml").is_file() and checkout.is_dir():
         return checkout
     raise BundledDataMissing(f"{name}: the bundled {folder}/ is not installed (looked in {installed} and "
                              f"{checkout}); reinstall pytest-ncp from a wheel built with its package data")

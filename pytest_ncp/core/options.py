@@ -65,7 +65,7 @@ def text(raw: Any) -> str:
     return str(raw)
 
 
-def path(raw: Any) -> str:
+def path_or_bundled(raw: Any) -> str:
     """A path, or the name of data bundled with the package (``ncp-bench``, ``ncp-gold``: core/bundled.py),
     which stands for its folder. A bundled folder that is not installed stays a name: the check that the path
     exists then says so."""
@@ -326,8 +326,8 @@ def _not(value: Any) -> bool:
 OPTIONS: tuple[Option, ...] = (
     Option("narrator", text, None, "narrator under test as module:Attr (e.g. my_agent:Narrator or "
            "pytest_ncp.narrators:LLMNarrator)", config=FINGERPRINT, ncp_required=True, metavar="MODULE:ATTR"),
-    Option("specs", path, ("specs",), "spec files or directories; ncp-bench: the NCP-Bench specs installed with "
-           "the package", kind=PATHS, metavar="PATH", relative_default=True, defaults={"demo": ("ncp-bench",)}),
+    Option("specs", path_or_bundled, ("specs",), "spec files or directories; ncp-bench: the NCP-Bench specs "
+           "installed with the package", kind=PATHS, metavar="PATH", relative_default=True, defaults={"demo": ("ncp-bench",)}),
     Option("player", choice("player", PLAYER_KINDS), "scripted", "who plays: the spec's scripted inputs, or an "
            "LLM-simulated player (needs {player-model})", config=FINGERPRINT,
            metavar="{" + ",".join(PLAYER_KINDS) + "}"),
@@ -434,8 +434,8 @@ OPTIONS: tuple[Option, ...] = (
            "with the same auditor; they never touch episode results (0: off)", metavar="K"),
     Option("min-canary-recall", share, 0.8, "with {canaries}: fail when the auditor catches fewer canary "
            "violations, or passes fewer clean canaries, than this share", metavar="R"),
-    Option("canary-set", path, "ncp-gold", "gold set the canaries come from (ncp-gold: the one installed with "
-           "the package)", metavar="DIR"),
+    Option("canary-set", path_or_bundled, "ncp-gold", "gold set the canaries come from (ncp-gold: the one "
+           "installed with the package)", metavar="DIR"),
     Option("canary-seed", whole(0), 0, "seed of the canary sample: the same seed and set give the same canaries",
            metavar="N"),
     # --- pytest only: stored failures, the offline demo ---

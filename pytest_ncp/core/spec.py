@@ -444,7 +444,7 @@ def _nearest_line(lines: dict[tuple, int], loc: tuple) -> int | None:
         loc = loc[:-1]
 
 
-def _untagged(loc: tuple) -> tuple:
+def _untagged(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
     """``("source", "original", "studio")`` -> ``("source", "studio")``: the union's tag is no YAML field."""
     if len(loc) > 2 and loc[0] == "source" and loc[1] in SOURCE_KINDS:
         return loc[:1] + loc[2:]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_ncp.core.bundled import BENCH, GOLD, bundled_folder, resolve
-from pytest_ncp.core.options import path
+from pytest_ncp.core.options import path_or_bundled
 from tests.conftest import ROOT
 
 
@@ -19,7 +19,7 @@ def test_the_names_stand_for_the_benchmark_folders(monkeypatch: pytest.MonkeyPat
     assert resolve(f"{BENCH}/caligari.yaml").read_text(encoding="utf-8") == (ROOT / "specs" / "caligari.yaml").read_text(encoding="utf-8")
     assert (resolve(GOLD) / "cases").is_dir()
     assert resolve(tmp_path / BENCH) == bundled_folder(BENCH)  # an ini's `paths` value: <inidir>/ncp-bench
-    assert path(BENCH) == str(bundled_folder(BENCH))
+    assert path_or_bundled(BENCH) == str(bundled_folder(BENCH))
 
 
 def test_a_folder_of_that_name_wins_and_other_paths_stay_as_given(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
@@ -27,7 +27,7 @@ def test_a_folder_of_that_name_wins_and_other_paths_stay_as_given(monkeypatch: p
     (tmp_path / BENCH).mkdir()
     assert resolve(BENCH) == Path(BENCH)
     assert resolve("specs/x.yaml") == Path("specs/x.yaml")
-    assert path("nosuch") == "nosuch"
+    assert path_or_bundled("nosuch") == "nosuch"
 
 
 def test_every_folder_of_the_package_is_built_and_the_benchmark_is_mapped_in():
