@@ -68,8 +68,8 @@ def wheel_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
     site = Path(run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                     cwd=base).stdout.strip())
     (site / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
-    run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index",
-         str(wheel)], cwd=base)
+    # pip comes with the borrowed dependencies: run under the fresh interpreter, it installs into the fresh venv.
+    run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], cwd=base)
     # pytest comes with the borrowed dependencies, its `pytest` program does not: the one pip would write.
     launcher = venv / "bin" / "pytest"
     launcher.write_text(f"#!{python}\nimport sys\nfrom pytest import console_main\nsys.exit(console_main())\n",
