@@ -53,7 +53,7 @@ def test_the_cap_stops_the_session_within_it_with_its_own_exit_code(priced):
     # fails its two achievements as without one, and 7 still wins over "tests failed".
     assert outcomes.get("skipped", 0) >= 7 and outcomes.get("failed", 0) % 2 == 0 and "error" not in outcomes
     result.stdout.fnmatch_lines(["*cut short at turn * by the cost cap (--ncp-max-cost): not judged*"])
-    result.stdout.fnmatch_lines(["*cut short (budget)*(by --max-cost; censored, not failures)*",
+    result.stdout.fnmatch_lines(["*cut short (budget)*(by the cost cap; censored, not failures)*",
                                  "ncp cost cap REACHED: $* spent of $* (--ncp-max-cost); * episode(s) were cut short*"])
 
 
