@@ -84,3 +84,15 @@ def test_the_ci_workflow_commands_run_from_the_wheel_in_an_empty_directory(wheel
     report = next(c for c in commands if c[:2] == ["ncp", "report"])
     out = run([str(wheel_env / "ncp"), *report[1:]], cwd=empty_dir, env=clean_env()).stdout
     assert "survival@" in out
+
+
+def test_bundled_specs_named_on_the_command_line_run_under_xdist(wheel_env: Path, empty_dir: Path):
+    """Workers get the installed folder as their argument: they must collect it as specs too."""
+    proc = subprocess.run(
+        [str(wheel_env / "python"), "-m", "pytest", "ncp-bench/caligari.yaml", "ncp-bench/dracula.yaml", "-n", "2",
+         "--ncp-demo", "--ncp-narrator=pytest_ncp.narrators:LLMNarrator", "--ncp-max-turns=3",
+         "--ncp-min-survival=0.05@3", "--ncp-report=runs/x", "-q", "-p", "no:cacheprovider"],
+        cwd=empty_dir, env=clean_env(), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = json.loads((empty_dir / "runs" / "x" / "results.json").read_text(encoding="utf-8"))
+    assert sorted(e["spec_id"] for e in results["episodes"]) == ["caligari", "dracula"]
