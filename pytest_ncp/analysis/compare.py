@@ -163,7 +163,7 @@ class Comparison:
     def underpowered(self) -> bool:
         """Even a flip of every judged pair (all survived in base, all failed in new) could not reach
         significance: with so few pairs no regression can be shown (exact McNemar needs 6 discordant pairs
-        at alpha 0.05), so "no significant change" would be no evidence at all (issue 19)."""
+        at alpha 0.05), so "no significant change" would be no evidence at all."""
         return self.measurable and mcnemar_exact(self.pairs, 0) >= self.alpha
 
     def verdict(self) -> str:

@@ -25,12 +25,12 @@ PROMPT_VERSION = "ncp-prompts/5"  # 2: the trajectory step is told when the trig
 # one system message for every audit step, and the story state first, byte for byte the same in every
 # step of a turn (provider prompt caches), facts the story added dated by turn; 5: the turn's data before the
 # step's task (the four steps of a turn share everything but the task), commitment states listed only when
-# settled (issue 20); the input_screen step, simulated players told to write only their character's acts and
-# words, and why an input was refused (issue 23)
+# settled, and the input_screen step, simulated players told to write only their character's acts and
+# words, and why an input was refused
 
 # What an episode's outcome depends on: ``--resume`` keeps an episode only when these are unchanged.
 # (Endpoint, concurrency, timeouts and cassettes change how a run is served, not what it measures.)
-# Every setting that can change a verdict (issue 19): the narrator and models, the endpoint, the player, the
+# Every setting that can change a verdict: the narrator and models, the endpoint, the player, the
 # limits, how answers are asked for, the record mode, the demo flag; and what the package brings (``environment``:
 # its version, the shared world rules, the prompt templates). Only how a run is served and scheduled stays
 # out (concurrency, timeouts, retries, repeats, workers, shard, pipeline; where the cassettes are, not what they

@@ -383,7 +383,7 @@ OPTIONS: tuple[Option, ...] = (
            "be priced", config=RECORDED, metavar="USD"),
     Option("estimate", flag, False, "print an upper bound of the run's model calls, tokens and list-price cost "
            "(per role and audit step), then exit 0 without calling a model", kind=FLAG),
-    # --- gates that decide early (issue 21, docs/gates.md) ---
+    # --- gates that decide early (docs/gates.md) ---
     Option("seed", whole(0), 0, "seed of the episode order: episodes start in a seeded random order of (spec, repeat), "
            "the order a sequential gate reads their outcomes in; the same seed and episodes give the same order",
            config=RECORDED, metavar="N"),
@@ -453,6 +453,14 @@ OPTION: dict[str, Option] = {o.name: o for o in OPTIONS}
 PYTEST_OPTIONS: tuple[Option, ...] = tuple(o for o in OPTIONS if o.pytest)
 RUN_OPTIONS: tuple[Option, ...] = tuple(o for o in OPTIONS if o.ncp in (RUN, CALLS))
 CALL_OPTIONS: tuple[Option, ...] = tuple(o for o in OPTIONS if o.ncp == CALLS)
+# Settings few pytest users need, documented as ini keys first (README, "Expert settings"): their --ncp-*
+# flags keep working but stay out of `pytest --help`, so the flags a studio reads there are the ones it
+# uses (pytest-recording keeps its flags as few). `ncp`'s own subcommands list all of theirs.
+PYTEST_EXPERT: frozenset[str] = frozenset({
+    "max-response-chars", "player-retries", "max-tokens", "deadline", "concurrency-per-endpoint",
+    "structured-output", "system-prompt", "sequential-alpha", "sequential-cancel", "seed", "margin",
+    "canary-set", "canary-seed", "fork-samples", "no-pipeline",
+})
 CONFIG_OPTIONS: tuple[Option, ...] = tuple(o for o in OPTIONS if o.config)
 
 

@@ -1,7 +1,7 @@
 """Narration as a person reads it: the one normalisation that prompts, quotes and word counts share.
 
 A narrator under test writes the very text the auditor judges, so anything a person does not see
-must not change what the auditor reads or what a quote must match (issue 19):
+must not change what the auditor reads or what a quote must match:
 
 - **Format characters** (Unicode category Cf: zero-width spaces and joiners, soft hyphens, the byte
   order mark, bidirectional controls, invisible tag characters) and the other invisible fillers

@@ -98,7 +98,7 @@ class TrajectoryNode(_Model):
 
 
 class Review(_Model):
-    """Who read the spec against which checklist, what they found and what was changed (issue 11).
+    """Who read the spec against which checklist, what they found and what was changed.
 
     A reviewer is a fresh reader (a person or a named model) who did not write the spec.
     """

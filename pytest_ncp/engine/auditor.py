@@ -17,7 +17,7 @@ Votes (``votes`` K > 1, ``--audit-votes``): each flagged conflict is confirmed b
 the confirmation step at ``vote_temperature`` and stands on a strict majority; the tally of every flag is
 recorded (``TurnAudit.votes``). With K = 1 the confirmation is the one call it always was.
 
-Input screening (``screen_input``, issue 23): a simulated player's input is checked before the narrator sees
+Input screening (``screen_input``): a simulated player's input is checked before the narrator sees
 it against the rules scripted inputs follow (the player character's own acts and words).
 """
 
@@ -111,7 +111,7 @@ class TurnAudit:
     # Per flag: "verified" (its quote occurs in the response), "unverified" (still not found after the
     # auditor was asked to repair it) or "withdrawn" (dropped from a later answer after its quote was
     # refused). Unverified and withdrawn flags go to confirmation all the same: a retry never lets a flag
-    # vanish unrecorded (issue 19).
+    # vanish unrecorded.
     flag_status: list[str] = field(default_factory=list)
     fact_update: FactUpdate | None = None
     trajectory: TrajectoryUpdate | None = None  # None when the trajectory is already complete

@@ -106,7 +106,7 @@ class Runner:
     expected: set[str] = field(default_factory=set)
     stopped: Stopped | None = "running"
     _saved_at: float = field(default=0.0, repr=False)  # time.monotonic() of the last results.json rewrite
-    # --sequential (issue 21): ``plan()`` builds ``monitor`` from it, which reads every finished episode in start
+    # --sequential: ``plan()`` builds ``monitor`` from it, which reads every finished episode in start
     # order and stops the run (``analysis/sequential_run.py``). Hosts whose decision is taken elsewhere (a
     # pytest-xdist worker: the controller decides) pass ``halt`` (start no new episode) and ``cancel`` (end the
     # episodes in flight at their next turn) instead.

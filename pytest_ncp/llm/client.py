@@ -291,7 +291,7 @@ class ModelClient:
         # The first structured call per endpoint and model probes the mode; calls that arrive meanwhile
         # wait for the probe's answer (not for each other), then all go at once with the mode it found.
         # Nobody holds a lock while making a request: that serialised every episode's first audit calls
-        # (issue 20). A probe that failed for another reason (timeout, 5xx) decided nothing: its waiters
+        # A probe that failed for another reason (timeout, 5xx) decided nothing: its waiters
         # then probe at once, each for itself, rather than one after another.
         probes = self._mode_probes.setdefault(asyncio.get_running_loop(), {})
         probe = probes.get(key)

@@ -41,7 +41,7 @@ def _records(result):
 
 
 def test_a_flag_whose_quote_never_verifies_is_confirmed_or_refused_never_dropped(play, caligari, ncp_model_server):
-    # Issue 19: a flag whose quote fails is asked to be repaired; still failing, it goes to confirmation marked
+    # A flag whose quote fails is asked to be repaired; still failing, it goes to confirmation marked
     # unverified. Confirmed, it is the narrator's conflict, and the failure says its quote was not verified.
     ncp_model_server.add(step="conflict_check", reply=UNQUOTABLE)
     result = play(caligari, ["The fair is loud."])
@@ -141,7 +141,7 @@ def test_garbage_never_counts_as_success(play, caligari, ncp_model_server):
     assert result.termination is Termination.ERROR
 
 
-# --- strict answers (issue 19, attack class 5) -------------------------------------------------------------
+# --- strict answers: a narration cannot make a malformed answer pass -------------------------------------------------------------
 
 FLAG = '{"type": "fact", "fact_ids": ["F1"], "commitment_ids": [], "quote": "The fair is loud", "explanation": "x"}'
 
@@ -173,7 +173,7 @@ def test_a_repeated_key_cannot_turn_a_flag_into_a_pass_in_any_output_mode(play, 
 
 
 def test_withdrawn_and_unverified_flags_reach_the_summary_the_table_and_the_html_report(tmp_path, ncp_model_server):
-    # Issue 19: counted in results.json is not enough; a person reading the run must see them too.
+    # Counted in results.json is not enough; a person reading the run must see them too.
     import asyncio
 
     from pytest_ncp.cli.common import summary

@@ -1,4 +1,4 @@
-"""``ncp run --sequential`` on the scripted server: gates that stop as soon as the verdict is certain (issue 21).
+"""``ncp run --sequential`` on the scripted server: gates that stop as soon as the verdict is certain.
 
 Every test runs the same specs twice, fixed and sequential, and compares what the server was asked (its requests
 are the model calls: fewer episodes run means fewer requests) and what the run decided.

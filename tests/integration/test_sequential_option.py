@@ -1,5 +1,5 @@
 """--ncp-sequential: the session stops starting episodes once its verdict is certain; the tests of episodes that
-never started are skipped (``gate decided after N episodes``), plain, with -n 2 and with -p no:xdist (issue 21)."""
+never started are skipped (``gate decided after N episodes``), plain, with -n 2 and with -p no:xdist."""
 
 from __future__ import annotations
 

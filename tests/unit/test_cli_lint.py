@@ -71,8 +71,10 @@ def test_validate_strict_adds_lint_findings(linty, capsys):
                                      "strict: 1 lint finding(s) in 1 spec(s)"]
 
 
-def test_validate_strict_passes_on_all_bundled_specs(capsys):
-    assert main(["validate", "--strict", str(SPECS)]) == 0, capsys.readouterr().out
+def test_validate_strict_passes_on_bundled_specs(capsys):
+    # Three specs prove the command's wiring; that all 100 are lint clean is test_lint.py's (shared) check.
+    chosen = [str(SPECS / f"{name}.yaml") for name in ("caligari", "nosferatu", "metropolis")]
+    assert main(["validate", "--strict", *chosen]) == 0, capsys.readouterr().out
     assert capsys.readouterr().out.splitlines()[-1] == "strict: 0 lint finding(s) in 0 spec(s)"
 
 

@@ -1,4 +1,4 @@
-"""The auditor reads what a person reads (issue 19, attack class 1): invisible characters and look-alike
+"""The auditor reads what a person reads: invisible characters and look-alike
 letters can neither hide a contradiction from a quote nor make a wordless answer look like narration."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Who owns an outcome, seen from pytest (issue 23): a player fault or a split verdict is a pytest error
+"""Who owns an outcome, seen from pytest: a player fault or a split verdict is a pytest error
 (an unknown outcome), never a failure; the summary shows the blame table; --ncp-audit-votes works."""
 
 from __future__ import annotations
