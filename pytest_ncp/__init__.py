@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from .engine.auditor import Auditor, AuditorError, LLMAuditor, TurnAudit, TurnContext
     from .engine.episode import Episode, EpisodeResult
     from .engine.narrators import (
-        LLMNarrator, MemoryNarrator, Narrator, NarratorContext, SpeculationSafe, SupportsOpening, SupportsReset,
-        SupportsRestore, load_narrator,
+        LLMNarrator, MemoryNarrator, Narrator, NarratorContext, ReferenceNarrator, SpeculationSafe, SupportsOpening,
+        SupportsReset, SupportsRestore, load_narrator,
     )
     from .engine.players import Player, PlayerView, ReplayPlayer, ScriptedPlayer, SimulatedPlayer
     from .engine.runner import Runner
@@ -42,7 +42,7 @@ _EXPORTS = {
     "Narrator": "engine.narrators", "NarratorContext": "engine.narrators", "SupportsReset": "engine.narrators",
     "SupportsOpening": "engine.narrators", "SupportsRestore": "engine.narrators",
     "SpeculationSafe": "engine.narrators", "LLMNarrator": "engine.narrators", "MemoryNarrator": "engine.narrators",
-    "load_narrator": "engine.narrators",
+    "ReferenceNarrator": "engine.narrators", "load_narrator": "engine.narrators",
     "Player": "engine.players", "PlayerView": "engine.players", "ScriptedPlayer": "engine.players",
     "SimulatedPlayer": "engine.players", "ReplayPlayer": "engine.players",
     "Auditor": "engine.auditor", "LLMAuditor": "engine.auditor", "AuditorError": "engine.auditor",

@@ -13,12 +13,13 @@ from pytest_ncp.lint import (
     RULES, LintFinding, content_words, jaccard, lint_paths, name_keys, proper_names, spec_lexicon,
 )
 from pytest_ncp.core.spec import parse_spec
+from pytest_ncp.lint.playthrough import PLAYTHROUGH_RULES
 from pytest_ncp.lint.shown import SHOWN_RULES
 from pytest_ncp.lint.story import STORY_RULES
 from tests.conftest import FIXTURES, ROOT, edit, line_of, lint
 
 GOOD = (FIXTURES / "caligari.yaml").read_text()
-BASE_RULES = set(RULES) - set(STORY_RULES) - set(SHOWN_RULES)
+BASE_RULES = set(RULES) - set(STORY_RULES) - set(SHOWN_RULES) - set(PLAYTHROUGH_RULES)
 
 
 def only(findings: list[LintFinding], rule: str) -> list[LintFinding]:
