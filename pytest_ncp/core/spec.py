@@ -257,7 +257,10 @@ class NarrativeSpec(_Model):
     def _hashed(self) -> dict[str, Any]:
         # A spec without a playthrough hashes as it did before the field existed, so recorded runs still resume.
         exclude = {"review"} if self.playthrough is not None else {"review", "playthrough"}
-        return self.model_dump(mode="json", exclude=exclude)
+        data = self.model_dump(mode="json", exclude=exclude)
+        if data["source"].get("kind") == "retelling":  # likewise a retelling, from before source kinds existed
+            del data["source"]["kind"]
+        return data
 
     @property
     def fingerprint(self) -> str:

@@ -74,3 +74,16 @@ def test_the_benchmark_specs_stay_retellings(tmp_path: Path):
     out = subprocess.run([sys.executable, "-m", "pytest_ncp.cli", "lint", str(ROOT / "specs")], capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0 and "0 finding(s)" in out.stdout, out.stdout + out.stderr
+
+
+def test_a_retelling_keeps_the_fingerprint_it_had_before_source_kinds():
+    """Recorded runs resume and gold cases stay stamped: the default kind is not part of the hash."""
+    from pytest_ncp.core.spec import load_spec
+
+    spec = load_spec(ROOT / "tests" / "fixtures" / "caligari.yaml")
+    assert spec.source.kind == "retelling" and "kind" not in spec._hashed()["source"]
+    explicit = (ROOT / "tests" / "fixtures" / "caligari.yaml").read_text(encoding="utf-8").replace(
+        "source:\n", "source:\n  kind: retelling\n", 1)
+    assert parse_spec(explicit, "c.yaml").fingerprint == spec.fingerprint
+    original = parse_spec(TEXT, "w.yaml")
+    assert original._hashed()["source"]["kind"] == "original"
