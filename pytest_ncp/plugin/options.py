@@ -8,6 +8,7 @@ applies the ``@pytest.mark.ncp(...)`` marker over these settings, and its own ar
 
 from __future__ import annotations
 
+import dataclasses
 # pytest's parser is argparse, which leaves an option out of --help only when its help *is* this object
 # (an equal string is not enough); pyproject's import contract allows this one import outside cli/.
 from argparse import SUPPRESS as _HIDDEN
@@ -158,6 +159,10 @@ def _given(config: pytest.Config, option: Option) -> tuple[Any, str] | None:
     return None
 
 
+# The controller's run seed, handed to each pytest-xdist worker (``xdist.py``).
+SEED_KEY = "ncp_seed"
+
+
 def resolve(config: pytest.Config) -> Settings:
     """Read and validate every ncp option. Raises pytest.UsageError listing what is wrong and what is valid."""
     given = {o.name: g for o in PYTEST_OPTIONS if (g := _given(config, o)) is not None}
@@ -172,6 +177,9 @@ def resolve(config: pytest.Config) -> Settings:
         # spec folder that does not exist is simply not there, not a mistake.
         opts.values["specs"] = [p for p in opts["specs"] if Path(p).exists()]
     run = RunConfig.from_options(opts)
+    seed = getattr(config, "workerinput", {}).get(SEED_KEY)
+    if seed is not None:  # an xdist worker: the controller's seed (it drew one for a sequential run)
+        run = dataclasses.replace(run, seed=int(seed))
     problems = [*opts.problems, *run.validate(opts), *_path_problems(opts, run), *_cap_problems(opts, run)]
     if problems:
         raise pytest.UsageError("pytest-ncp: " + "\n  ".join(["invalid options:", *problems]))

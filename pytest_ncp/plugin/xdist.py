@@ -60,12 +60,15 @@ class XdistHooks:
 
     def pytest_configure_node(self, node: Any) -> None:
         # --ncp-sequential: the file through which the controller tells this worker that the session stopped.
+        from .options import SEED_KEY
         from .sequential import STOP_FILE_KEY
         from .session import SESSION_KEY
 
         ncp = node.config.stash.get(SESSION_KEY, None)
         if ncp is not None and ncp.stop.enabled:
             node.workerinput[STOP_FILE_KEY] = ncp.stop.worker_file()
+        if ncp is not None:  # one episode order for the whole session: the seed the controller drew, if it drew one
+            node.workerinput[SEED_KEY] = ncp.settings.run.seed
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         # The controller collects nothing itself: the episodes its results.json waits for are those of the

@@ -154,8 +154,8 @@ def test_an_episode_that_errored_can_be_forked_at_the_errored_turn(play, caligar
 
 def test_ncp_fork_does_not_pass_when_every_sample_is_a_split_verdict(ncp_model_server, tmp_path, capsys):
     """A run with --audit-votes 3 fails at turn 3 (3/3). Forked there (the fork takes the run's audit votes),
-    every sample's conflict stands on 2/3: ``contested``, an unknown outcome. ``ncp fork`` must not exit 0 (its
-    'no conflict, fixed' answer) while printing a 100% conflict rate."""
+    every sample's conflict stands on 2/3: a majority, so the narrator's conflict with its split recorded.
+    ``ncp fork`` must not exit 0 (its 'no conflict, fixed' answer) while printing a 100% conflict rate."""
     from pytest_ncp.cli import main
     from tests.conftest import FIXTURES
     from tests.fixtures.fork_narrators import script
@@ -173,21 +173,21 @@ def test_ncp_fork_does_not_pass_when_every_sample_is_a_split_verdict(ncp_model_s
                  ncp_model_server.base_url, "--out", str(tmp_path / "fork")])
     text = capsys.readouterr().out
     forked = json.loads((tmp_path / "fork" / "results.json").read_text())["episodes"]
-    assert [e["termination"] for e in forked] == ["contested"]
+    assert [e["termination"] for e in forked] == ["conflict:fact"]
+    assert forked[0]["failure"]["agreement"] == {"yes": 2, "of": 3}
     assert code != 0, f"ncp fork exited 0 (pass) on a split verdict:\n{text}"
 
 
-def test_a_fork_sample_that_ended_contested_is_not_counted_as_a_narrator_conflict(ncp_model_server, caligari):
+def test_a_fork_sample_whose_conflict_stood_on_a_split_vote_counts_as_the_narrators(ncp_model_server, caligari):
     """``ForkOutcome.conflicts`` (the fork's conflict rate, and the pytest fork test's "still failing") counts
-    every sample with a failure at turn T, a split verdict too: the pytest ``fork[...]`` test then fails the
-    narrator (NarrativeFailure) for the auditor's doubt, while ``ncp fork`` exits 0 on the same outcome."""
+    every sample with a narrator failure at turn T: a majority of votes is one, split or not."""
     from pytest_ncp.engine.fork import EpisodeState, ForkOutcome
 
     ncp_model_server.add(step="conflict_check", contains="TURN 3.", reply=CONFLICT)
     ncp_model_server.add(step="conflict_confirmation", reply=cycle(True, False, True))
     result = played(ncp_model_server, caligari, votes=3)
-    assert result.termination is Termination.CONTESTED and result.failure.turn == 3
+    assert result.termination is Termination.CONFLICT_FACT and result.failure.turn == 3
     state = EpisodeState.__new__(EpisodeState)
     state.turn = 3
     outcome = ForkOutcome(state, [result])
-    assert outcome.conflicts == [], "a split verdict is counted as the narrator's conflict at the forked turn"
+    assert len(outcome.conflicts) == 1

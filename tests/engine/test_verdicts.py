@@ -121,7 +121,8 @@ def test_a_narrator_response_over_the_size_limit_is_the_narrators_error_before_a
     assert result.termination is Termination.ERROR and result.error.kind == "narrator"
     assert "11,600 characters, over the limit of 8,000 (--max-response-chars)" in result.error.message
     assert not [r for r in ncp_model_server.requests if r.role == "auditor" and "TURN 2." in r.text]
-    assert play(caligari, ["The fair is loud.", padded], max_response_chars=20000).termination is not Termination.ERROR
+    assert play(caligari, ["The fair is loud.", padded], max_response_chars=20000,
+                max_response_tokens=10000).termination is not Termination.ERROR
 
 
 def test_an_empty_llm_player_reply_is_a_player_error(play, caligari, ncp_model_server):

@@ -75,8 +75,9 @@ def test_votes_yes_no_yes_stand_with_two_of_three_recorded(ncp_model_server, cal
     result = played(ncp_model_server, caligari, votes=3, trace=tmp_path / "t.jsonl")
     assert result.failure is not None and result.failure.turn == 3
     assert result.failure.agreement.model_dump() == {"yes": 2, "of": 3} and result.failure.agreement_text == "2/3"
-    # It stood, so the episode ended there; short of unanimity it is the auditor's doubt, not a narrator failure.
-    assert result.termination is Termination.CONTESTED and result.owner == "auditor" and result.unknown
+    # A strict majority stands: the narrator's conflict, whatever the split (a narration hedged to split the
+    # judge gains nothing); the split is recorded.
+    assert result.termination is Termination.CONFLICT_FACT and result.owner == "narrator" and not result.unknown
     votes = [r for r in ncp_model_server.requests if r.step == "conflict_confirmation"]
     assert len(votes) == 3 and {r.body["temperature"] for r in votes} == {0.7}
     (turn3,) = [e for e in events(result.trace) if e["turn"] == 3]

@@ -87,9 +87,11 @@ def test_the_resume_fingerprint_covers_every_setting_that_can_change_a_verdict()
     # the package version, the world rules. Only how a run is served and scheduled stays out;
     # audit_votes and player_retries change verdicts too.
     assert set(FINGERPRINT_FIELDS) == {"narrator", "narrator_model", "player", "player_model", "auditor_model",
-                                       "api_base", "max_turns", "max_response_chars", "max_tokens",
+                                       "api_base", "max_turns", "max_response_chars", "max_response_tokens",
+                                       "auditor_context_tokens", "max_tokens",
                                        "structured_output", "system_prompt", "record_mode", "demo",
-                                       "audit_votes", "player_retries", "prompt_version", "environment"}
+                                       "audit_votes", "player_retries", "prompt_version", "environment",
+                                       "narrator_code"}
     assert SCHEDULE_FIELDS == ("pipeline", "shard")
     assert not set(SCHEDULE_FIELDS) & set(RunConfig(shard="1/2", pipeline=False).to_dict())
     base = RunConfig(narrator="a:B", api_base="http://h:1/v1").to_dict()["fingerprint"]
