@@ -66,7 +66,8 @@ def test_the_readme_main_job_runs_from_the_wheel_in_an_empty_directory(wheel_env
 
 def test_the_ci_workflow_commands_run_from_the_wheel_in_an_empty_directory(wheel_env: Path, empty_dir: Path):
     """docs/ci.md's pytest and report commands, offline: the demo's scripted models stand in for the real ones
-    (which have the prices the cost cap needs, so the cap is left out), a short story, one process."""
+    (which have the prices the cost cap needs, so the cap is left out), two of the bundled specs (the README's
+    main job plays all of them), a short story, one process."""
     from tests.engine.test_ci_recipe import _commands, _workflow
 
     commands = _commands(_workflow())
@@ -76,6 +77,8 @@ def test_the_ci_workflow_commands_run_from_the_wheel_in_an_empty_directory(wheel
     args = [swap.get(a, a) for a in gated[3:] if not a.startswith("--ncp-max-cost=")]
     assert "--ncp-specs=ncp-bench" in args and args[args.index("-n"):][:2] == ["-n", "4"]
     args[args.index("-n") + 1] = "0"
+    at = args.index("--ncp-specs=ncp-bench")
+    args[at:at + 1] = ["--ncp-specs=ncp-bench/caligari.yaml", "--ncp-specs=ncp-bench/dracula.yaml"]
     proc = subprocess.run([str(wheel_env / "python"), "-m", "pytest", *args, "--ncp-demo", "-q", "-p",
                            "no:cacheprovider"], cwd=empty_dir, env=clean_env(), capture_output=True, text=True,
                           timeout=900)
