@@ -27,7 +27,7 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for `yes | head`'s
 # command functions, so ``ncp --help`` is quick.
 COMMAND_MODULES: tuple[str, ...] = ("init", "validate", "schema", "run", "demo", "lint", "catalog", "report", "specs",
                                     "compare", "reaudit", "stability", "review", "merge", "doctor", "calibrate",
-                                    "fork", "failures")
+                                    "fork", "failures", "history")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

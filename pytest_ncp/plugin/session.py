@@ -58,6 +58,7 @@ class NcpSession:
         self.interrupted = False
         self.started = False  # the test loop began (not --collect-only or --fixtures): finish() decides
         self._ids: dict[str, str] = {}
+        self._collected: dict[str, NarrativeSpec] = {}  # the spec set of results.json's provenance
         self._background: BackgroundRunner | None = None
         self._server: Any = None
         self.hook = hook  # pytest's hook relay: conftest.py's pytest_ncp_demo_server scripts the demo's models
@@ -67,6 +68,11 @@ class NcpSession:
         self.canary_cut_by: str | None = None  # "max-cost": the cost cap stopped the canaries
         self.fork_outcomes: dict[str, bool] = {}  # stored failure file name -> its fork test passed
         self.stored: list[Path] = []  # failures stored this session (--ncp-failures)
+        from datetime import datetime, timezone
+
+        self.started_at = datetime.now(timezone.utc)  # results.json's provenance: when the session started
+        self._provenance: dict[str, Any] | None = None
+        self.history_error: str | None = None
 
     # --- collection ------------------------------------------------------------------------
     def claim_id(self, spec: NarrativeSpec) -> None:
@@ -77,6 +83,7 @@ class NcpSession:
         if owner != str(spec.path):
             raise SpecError([SpecProblem(str(spec.path), spec.line_of("id"), "id",
                                          f"duplicate spec id {spec.id!r} (also in {owner})")])
+        self._collected[spec.id] = spec
 
     # --- running -----------------------------------------------------------------------------
     def _runner(self) -> BackgroundRunner:
@@ -255,6 +262,19 @@ class NcpSession:
     def episode_records(self) -> list[EpisodeRecord]:
         return sorted(self.episodes.values(), key=lambda e: (e.spec_id, e.repeat))
 
+    def provenance(self) -> dict[str, Any]:
+        """results.json's provenance: the rootdir's git commit and branch, the fingerprints (read once)."""
+        if self._provenance is None:
+            from ..core.spec import load_specs
+            from ..engine.provenance import collect_provenance
+
+            # The specs this session collected (a file named on the command line is the whole set); a pytest-xdist
+            # controller collects none, and reads the configured spec paths.
+            specs = list(self._collected.values()) or load_specs(self.settings.specs)[0]
+            self._provenance = collect_provenance(self.settings.run.to_dict(), specs,
+                                                  branch=self.settings.options.get("branch"), now=self.started_at)
+        return self._provenance
+
     def results(self, stopped: Stopped | None = None) -> RunResults:
         """The session's results (``stopped``: see ``analysis.results.build_results``)."""
         from ..analysis.results import build_results
@@ -263,7 +283,23 @@ class NcpSession:
         return build_results(self.settings.run.to_dict(), self.episode_records(),
                              survival_turn=self.settings.run.survival_turn, expected=self.expected - self.stop.unstarted,
                              stopped=stopped, canaries=self.canary_summary,
-                             sequential=run.to_dict() if run is not None else None)
+                             sequential=run.to_dict() if run is not None else None, provenance=self.provenance())
+
+    def record_history(self, stopped: Stopped | None) -> None:
+        """``--ncp-history``: record the session's run; a problem is said as a warning (the verdict stands)."""
+        from ..analysis.history import HistoryError, add_run, open_history
+
+        path = self.settings.options.get("history")
+        if not path:
+            return
+        try:
+            conn = open_history(path)
+            try:
+                add_run(conn, self.results(stopped), self.settings.report.resolve() if self.settings.report else None)
+            finally:
+                conn.close()
+        except (HistoryError, OSError, ValueError) as exc:
+            self.history_error = f"--ncp-history {path}: the run was not recorded: {exc}"
 
     def write_results(self, stopped: Stopped | None = None) -> Path:
         from ..analysis.results import write_results
@@ -300,11 +336,13 @@ class NcpSession:
                                     run.paired if run is not None else None) if s.baseline else None,
             sequential=run.gate if run is not None else None, early=run.summary() if run is not None else None,
             max_cost=s.run.max_cost)
+        stopped: Stopped | None = "interrupted" if self.interrupted else None
         if self.settings.report and self.episodes:
             from ..report.html import write_html
 
-            write_html([self.write_results("interrupted" if self.interrupted else None)],
-                       self.settings.report / "report.html")
+            write_html([self.write_results(stopped)], self.settings.report / "report.html")
+        if self.episodes:
+            self.record_history(stopped)
         return self.verdict.exit_code
 
     def _compare(self, baseline: Path) -> None:
@@ -336,9 +374,13 @@ class NcpSession:
                                         folder=self.settings.failures)
         if self.verdict is None:  # finish() did not run (a worker, or pytest stopped before sessionfinish)
             return failures
-        return session_lines(verdict=self.verdict, metrics=metrics, failures=failures, report=self.settings.report,
-                             title=session_title(self.settings.run, demo=self.settings.demo),
-                             interrupted=self.interrupted)
+        lines = session_lines(verdict=self.verdict, metrics=metrics, failures=failures, report=self.settings.report,
+                              title=session_title(self.settings.run, demo=self.settings.demo),
+                              interrupted=self.interrupted)
+        if self.settings.options.get("history"):
+            lines.append(f"history: {self.history_error}" if self.history_error
+                         else f"history: recorded in {self.settings.options['history']}")
+        return lines
 
     def close(self) -> None:
         self._collect_canaries()  # before the loop stops: canaries share it with the episodes
