@@ -5,7 +5,7 @@
     python benchmarks/run.py --quick          # fewer turns and episodes, for a first look
 
 Every headline figure is a fresh process running ``ncp run`` with default options (fresh client, cold start
-included: interpreter, imports, the structured-output probe, as a user's CI run has it), against the bundled
+included: interpreter, imports, the first structured calls, as a user's CI run has it), against the bundled
 scripted server in a child process (its HTTP work shares the machine's cores, not our interpreter). The
 narrator is the built-in LLM narrator (one model call per turn), the auditor the real four-step audit, the
 player scripted; traces and results are written. Options other than defaults are named in each row:
@@ -16,9 +16,15 @@ player scripted; traces and results are written. Options other than defaults are
   2. wall time of 24 episodes / 1 episode, same turns              (target <= 1.2), and with every option default
   3. wall time of 192 episodes / 1 episode, same turns             (target <= 3.0)
   4. CPU per model call, whole stack: the slope of two fresh runs   (target <= 0.5 ms)
-  5. auditor prompt characters in a prefix already sent earlier in the run, 24 specs, demo script (target >= 85%)
+  5. auditor prompt characters in a prefix already sent earlier in the run, 24 specs, demo script (no target: figure
+     8 prices what a share buys)
   6. tokens per audited turn, by step, the same run                (a prompt change that makes the auditor dearer)
   7. --max-cost overshoot over the cap, priced model names         (target <= 5%)
+  8. audit prompt per narrator turn, raw and priced at cached rates, 24 specs x 8 turns (target: at a 50% cached
+     rate, at most half of ncp-prompts/5's 10,671 characters)
+
+    python benchmarks/run.py --price          # figure 8 alone (about 10 s): the price table of the audit prompts
+    python benchmarks/run.py --price --baseline main   # ... with main's prompts beside this checkout's
 """
 
 from __future__ import annotations
@@ -149,13 +155,15 @@ def first_specs(n: int) -> Path:
 
 
 def ncp_run(base: str, specs: Path, *options: str, out: Path | None = None, narrator_model: str = "openai/narrator",
-            auditor_model: str = "openai/auditor") -> dict[str, Any]:
+            auditor_model: str = "openai/auditor", code: Path | None = None) -> dict[str, Any]:
     """One fresh ``ncp run`` process: wall seconds (spawn to exit), CPU seconds (it and its workers), exit code."""
     command = [sys.executable, "-m", "pytest_ncp.cli", "run", "--narrator", NARRATOR, "--narrator-model",
                narrator_model, "--auditor-model", auditor_model, "--api-base", base, "--specs", str(specs), *options]
     if out is not None:
         command += ["--out", str(out)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("NCP_")}
+    if code is not None:  # another version of pytest_ncp (``--baseline``), ahead of the installed one
+        env["PYTHONPATH"] = str(code)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=TMP)
@@ -232,6 +240,121 @@ def tasks_share(requests: list[dict[str, Any]]) -> float:
     return own / total if total else 0.0
 
 
+PRICE_TURNS, PRICE_SPECS = 8, 24
+# Cached prompt rates as a share of the input price: OpenAI bills a cached prefix at 50%; Anthropic a cache read
+# at 10% and a cache write at 125% (the 5-minute TTL; 200% for an hour).
+OPENAI_CACHED, ANTHROPIC_READ, ANTHROPIC_WRITE = 0.5, 0.1, 1.25
+
+
+def _encoding() -> Any:
+    from pytest_ncp.llm import import_litellm
+
+    return import_litellm().encoding  # litellm ships cl100k_base: tokens counted offline
+
+
+def price_table(prompts: list[str], turns: int, steps: list[str] | None = None) -> dict[str, float]:
+    """Audit prompt characters and tokens per narrator turn, raw and priced at cached rates.
+
+    The method: each request's prefix shared with an earlier request of the run is priced as cached (the most
+    any provider's prefix cache can serve; a real cache also needs a minimum length and, at Anthropic,
+    breakpoints). For Anthropic's write premium, the part of a prompt past what earlier requests cached, up to
+    the longest prefix a later request shares with it, is written once at 1.25x: a cache written exactly where
+    later requests read it (ideal breakpoints); the rest is plain input."""
+    encoding = _encoding()
+    n = len(prompts)
+    earlier = [0] * n
+    later = [0] * n
+    # Longest prefix shared with any earlier prompt (forwards) and with any later prompt (backwards).
+    for order, out in ((range(n), earlier), (range(n - 1, -1, -1), later)):
+        seen: list[str] = []
+        for i in order:
+            text = prompts[i]
+            k = bisect.bisect_left(seen, text)
+            out[i] = max([_common(seen[j], text) for j in (k - 1, k) if 0 <= j < len(seen)], default=0)
+            seen.insert(k, text)
+    figures = dict.fromkeys(("chars", "chars_cached", "chars_written", "tokens", "tokens_cached", "tokens_written"),
+                            0.0)
+    for i, (text, a, b) in enumerate(zip(prompts, earlier, later)):
+        written = max(0, b - a)
+        if steps is not None:  # per step: characters at a 50% cached rate
+            key = f"step {steps[i]}"
+            figures[key] = figures.get(key, 0.0) + len(text) - a + OPENAI_CACHED * a
+        figures["chars"] += len(text)
+        figures["chars_cached"] += a
+        figures["chars_written"] += written
+        whole, cached = len(encoding.encode(text)), len(encoding.encode(text[:a])) if a else 0
+        upto = len(encoding.encode(text[:a + written])) if written else cached
+        figures["tokens"] += whole
+        figures["tokens_cached"] += cached
+        figures["tokens_written"] += upto - cached
+    per_turn = {k: v / turns for k, v in figures.items()}
+    for unit in ("chars", "tokens"):
+        raw, cached, written = per_turn[unit], per_turn[f"{unit}_cached"], per_turn[f"{unit}_written"]
+        per_turn[f"{unit}_openai"] = raw - cached + OPENAI_CACHED * cached
+        per_turn[f"{unit}_anthropic"] = raw - cached + ANTHROPIC_READ * cached
+        per_turn[f"{unit}_anthropic_w"] = raw - cached - written + ANTHROPIC_READ * cached + ANTHROPIC_WRITE * written
+    per_turn["share"] = figures["chars_cached"] / figures["chars"] if figures["chars"] else 0.0
+    per_turn["requests"], per_turn["turns"] = n, turns
+    return per_turn
+
+
+def price_lines(figures: dict[str, float], label: str) -> list[str]:
+    """The price table in markdown: one row per unit."""
+    lines = [f"| {label} | raw | at a 50% cached rate (OpenAI) | at a 10% cached rate (Anthropic read) | "
+             "Anthropic, writes at 1.25x | prefix share |", "|---|---|---|---|---|---|"]
+    for unit in ("chars", "tokens"):
+        lines.append(f"| {unit} per narrator turn | {figures[unit]:,.0f} | {figures[f'{unit}_openai']:,.0f} | "
+                     f"{figures[f'{unit}_anthropic']:,.0f} | {figures[f'{unit}_anthropic_w']:,.0f} | "
+                     f"{figures[f'{unit}_cached'] / figures[unit]:.1%} |")
+    return lines
+
+
+def price_run(server: ServerProcess, code: Path | None = None) -> dict[str, float]:
+    """Figure 8's run: the first 24 specs, 8 turns, the demo's scripted auditor, every other option default."""
+    server.ask("reset")
+    server.ask("demo")
+    out = TMP / "price"
+    ncp_run(server.base_url, first_specs(PRICE_SPECS), "--max-turns", str(PRICE_TURNS), out=out, code=code)
+    requests = chat(server)
+    audits = [r for r in requests if r["role"] == "auditor" and r["step"] != "input_screen"]
+    narrations = sum(1 for r in requests if r["role"] == "narrator")
+    return price_table([prompt_text(r["messages"]) for r in audits], narrations, [r["step"] for r in audits])
+
+
+def checkout(ref: str) -> Path:
+    """The package as it is at git ``ref``, exported once (the benchmark's own specs and scripts stay)."""
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", ref], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    folder = TMP / f"code-{commit}"
+    if not (folder / "pytest_ncp").exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "pytest_ncp"], capture_output=True,
+                                 check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
+
+
+def price_report(server: ServerProcess, baseline: str | None) -> None:
+    """Figure 8 printed as a table, with a git ref's prompts beside this checkout's when asked."""
+    runs = [(f"{baseline} ({checkout(baseline).name[5:]})", checkout(baseline))] if baseline else []
+    runs.append(("this checkout", None))
+    print(f"Audit prompts per narrator turn, {PRICE_SPECS} specs x {PRICE_TURNS} turns, the demo's scripted auditor, "
+          "defaults; each request's prefix shared with an earlier request of the run priced as cached.")
+    results = []
+    for label, code in runs:
+        figures = price_run(server, code)
+        results.append(figures)
+        print("\n".join(price_lines(figures, label)))
+        print("  at a 50% cached rate, by step (characters): " + ", ".join(
+            f"{k[5:]} {v:,.0f}" for k, v in figures.items() if k.startswith("step ")))
+        print(f"  {figures['requests']:.0f} audit requests over {figures['turns']:.0f} narrator turns")
+    if len(results) == 2:
+        print(f"this checkout / {baseline}, characters at a 50% cached rate: "
+              f"{results[1]['chars_openai'] / results[0]['chars_openai']:.1%}; tokens: "
+              f"{results[1]['tokens_openai'] / results[0]['tokens_openai']:.1%} (target <= 50%)")
+    print(time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()))
+
+
 def tokens_per_turn(out: Path) -> tuple[dict[str, tuple[float, float]], int]:
     """Prompt and completion tokens per audited turn, by step (the auditor's from the traces' auditor_calls;
     the narrator's from each episode's totals minus its auditor calls), as the scripted server counts them."""
@@ -269,8 +392,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--latency", type=float, default=0.3, help="the scripted model's latency L (seconds)")
     parser.add_argument("--quick", action="store_true", help="fewer turns and episodes")
+    parser.add_argument("--price", action="store_true", help="only figure 8, the price table of the audit prompts")
+    parser.add_argument("--baseline", metavar="REF", help="with --price: the prompts of git REF (e.g. main) beside these")
     args = parser.parse_args()
     TMP.mkdir(parents=True, exist_ok=True)
+    if args.price:
+        with ServerProcess(0.0) as fast:
+            price_report(fast, args.baseline)
+        return
     L = args.latency
     long, turns, many = (8, 4, 48) if args.quick else (20, 10, 192)
     load_before = os.getloadavg()
@@ -323,7 +452,7 @@ def main() -> None:
         ncp_run(fast.base_url, first_specs(24), out=out)
         audits = [r for r in chat(fast) if r["role"] == "auditor"]
         share, chars = prefix_share([prompt_text(r["messages"]) for r in audits])
-        rows.append(("5. auditor prompt characters in an already-sent prefix", f"{share:.1%}", ">= 85%",
+        rows.append(("5. auditor prompt characters in an already-sent prefix", f"{share:.1%}", "-",
                      f"{len(audits)} auditor prompts, {chars:,} characters, 24 specs (the first in specs/), "
                      f"demo script, defaults; each step's own task is {tasks_share(audits):.1%} of them"))
         fast.ask("reset")
@@ -372,6 +501,13 @@ def main() -> None:
                          f"exit {run['code']}")
         rows.append(("7. --max-cost overshoot", f"{max(worst, 0):.1%}", "<= 5%",
                      f"24 episodes x {turns} turns, {PRICED} names, uncapped ${full:.4f}; " + "; ".join(parts)))
+
+        # 8. the price of the audit prompts per narrator turn
+        price = price_run(fast)
+        rows.append(("8. audit prompt chars per narrator turn at a 50% cached rate", f"{price['chars_openai']:,.0f}",
+                     "<= 7,441", f"raw {price['chars']:,.0f}; at a 10% cached rate {price['chars_anthropic']:,.0f}; "
+                     f"tokens {price['tokens']:,.0f} raw, {price['tokens_openai']:,.0f} at 50%; "
+                     f"{PRICE_SPECS} specs x {PRICE_TURNS} turns, demo script (--price for the table)"))
 
     header = ("figure", "measured", "target", "detail")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]

@@ -290,7 +290,8 @@ def cache_figures(episodes: Sequence[EpisodeRecord]) -> dict[str, Any]:
     recorded prompt tokens: older files did not)."""
     prompt = sum(e.prompt_tokens or 0 for e in episodes)
     cached = sum(e.cached_tokens or 0 for e in episodes)
-    return {"prompt_tokens": prompt, "cached_tokens": cached,
+    written = sum(e.cache_write_tokens or 0 for e in episodes)
+    return {"prompt_tokens": prompt, "cached_tokens": cached, "cache_write_tokens": written,
             "cached_share": round(cached / prompt, 6) if prompt else None}
 
 

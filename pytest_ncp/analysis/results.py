@@ -196,6 +196,8 @@ class Metrics(_Record):
     tokens: int = Field(ge=0, description="Tokens of every episode.")
     prompt_tokens: int = Field(default=0, ge=0, description="Prompt tokens of the episodes that recorded them.")
     cached_tokens: int = Field(default=0, ge=0, description="Of those, tokens a provider's prompt cache served.")
+    cache_write_tokens: int = Field(default=0, ge=0, description="Of those, tokens written to a provider's prompt "
+                                                                 "cache (priced at the cache-write rate).")
     cached_share: float | None = Field(default=None, ge=0, le=1, description="cached_tokens / prompt_tokens; null "
                                                                              "without prompt tokens.")
     cost_usd: float = Field(ge=0, description="Cost of every episode in US dollars.")

@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any
 from pathlib import Path
 
 from ..testing.calibration import MODES as SCRIPTED_MODES
-from .common import EXIT_FAILED, EXIT_OK, add_options, client_settings, usage, whole_number
+from .common import (
+    EXIT_FAILED, EXIT_OK, add_batch_options, add_options, batch_problem, client_settings, usage, whole_number,
+)
 
 if TYPE_CHECKING:
     from ..calibration.goldset import GoldCase
@@ -71,6 +73,7 @@ def register(sub: Any) -> None:
     p.add_argument("--record-mode", choices=RECORD_MODES,
                    help="record/replay the auditor calls to cassettes (none = replay only)")
     p.add_argument("--cassettes", metavar="DIR", help="cassette directory for --record-mode")
+    add_batch_options(p, "DIR/batches.json")
     p.add_argument("--scripted", choices=SCRIPTED_MODES,
                    help="offline: audit against the bundled scripted server answering every case with its gold "
                         "label, never a conflict, a conflict of every type, garbage, or the gold label except "
@@ -122,6 +125,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                      "ncp calibrate")
     if args.record_mode and not args.cassettes:
         return usage("a record mode needs a cassette directory (--cassettes DIR)", "ncp calibrate")
+    refused = batch_problem(args, args.auditor_model)
+    if refused:
+        return usage(refused, "ncp calibrate")
     if gold.problems:
         for problem in gold.problems:
             print(problem, file=sys.stderr)
@@ -141,7 +147,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("calibration-runs") / args.auditor_model.replace("/", "_")
     data = run_calibration(cases, model=args.auditor_model, api_base=args.api_base, concurrency=args.concurrency,
                            record_mode=args.record_mode, cassettes=args.cassettes, gold_dir=args.gold,
-                           client_settings=settings)
+                           client_settings=settings, batch_dir=out if args.batch else None,
+                           batch_poll=args.batch_poll)
     from ..calibration.audit import write_calibration
     from ..calibration.scoring import gate_problems
     from ..report.calibration import calibration_table
@@ -256,7 +263,8 @@ def _scripted(args: argparse.Namespace, gold: object) -> int:
 
 def run_calibration(cases: list[GoldCase], *, model: str, api_base: str | None = None, concurrency: int = 16,
                     record_mode: str | None = None, cassettes: str | None = None, gold_dir: str = "",
-                    client_settings: dict[str, Any] | None = None) -> dict[str, Any]:
+                    client_settings: dict[str, Any] | None = None, batch_dir: Path | None = None,
+                    batch_poll: float = 30.0) -> dict[str, Any]:
     """Audit every case with ``model`` and score it: the content of calibration.json.
 
     ``client_settings`` are the RunConfig fields of the model-call options (``common.client_settings``: timeout,
@@ -270,9 +278,16 @@ def run_calibration(cases: list[GoldCase], *, model: str, api_base: str | None =
     from ..llm import ModelClient, scrub
     from ..prompts import PROMPT_VERSION
 
+    if batch_dir is not None:
+        concurrency = max(concurrency, len(cases))  # every case at once: each round of calls is one batch
     client = ModelClient.from_config(RunConfig(**{**(client_settings or {}), "api_base": api_base,
                                                   "concurrency": concurrency}))
     transport = None
+    if batch_dir is not None:
+        from ..llm.batch import BatchTransport
+
+        BatchTransport.attach(client, Path(batch_dir), poll=batch_poll,
+                              on_status=lambda line: print(line, file=sys.stderr, flush=True))
     if record_mode:
         from ..llm.cassette import CassetteTransport
 
@@ -289,5 +304,6 @@ def run_calibration(cases: list[GoldCase], *, model: str, api_base: str | None =
         "api_base": scrub(api_base) if api_base else None, "set": str(gold_dir),
         "structured_output": client.structured_output,
         "structured_output_used": client.output_modes(),  # what ``auto`` chose per endpoint and model
+        **({"batches": list(client.transport.submitted)} if batch_dir is not None else {}),  # type: ignore[union-attr]
         "balance": balance(cases), "summary": score(rows), "rows": rows,
     }

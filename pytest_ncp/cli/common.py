@@ -85,6 +85,38 @@ def call_config(args: argparse.Namespace, **fields: Any) -> RunConfig:
     return RunConfig(**{**client_settings(args), **fields})
 
 
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds (a number > 0), got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected seconds (a number > 0), got {text!r}")
+    return value
+
+
+def add_batch_options(p: argparse.ArgumentParser, state: str) -> None:
+    """``--batch`` and ``--batch-poll``, for commands whose calls wait on nothing (docs/cost.md)."""
+    p.add_argument("--batch", action="store_true",
+                   help="send the auditor's calls through the provider's Batch API (OpenAI-compatible models): half "
+                        f"the price, answers within 24 h; resumable: run the same command again after a kill "
+                        f"({state} records what was sent); a call a batch leaves unanswered is an auditor error "
+                        "(docs/cost.md)")
+    p.add_argument("--batch-poll", type=seconds, default=30.0, metavar="SECONDS",
+                   help="with --batch: how often a batch's status is asked for (default 30)")
+
+
+def batch_problem(args: argparse.Namespace, model: str) -> str | None:
+    """Why ``--batch`` cannot be used here, or None."""
+    if not getattr(args, "batch", False):
+        return None
+    if getattr(args, "record_mode", None):
+        return "--batch and --record-mode do not go together: a batch is recorded in its own state file"
+    if not model.startswith("openai/"):
+        return f"--batch sends OpenAI-compatible models only (openai/...), not {model}"
+    return None
+
+
 def whole_number(minimum: int) -> Callable[[str], int]:
     """argparse type: a whole number >= ``minimum`` (the option table's parser), with a message that says so."""
     return _argparse_type(whole(minimum))

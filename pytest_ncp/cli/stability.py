@@ -13,7 +13,9 @@ from contextlib import ExitStack
 from typing import Any
 
 from ..core.options import OPTION
-from .common import EXIT_OK, add_options, positive, resolve_args, usage, whole_number
+from .common import (
+    EXIT_OK, add_batch_options, add_options, batch_problem, positive, resolve_args, usage, whole_number,
+)
 
 
 def register(sub: Any) -> None:
@@ -39,6 +41,7 @@ def register(sub: Any) -> None:
     p.add_argument("--demo", action="store_true", help="ask the bundled scripted server (a run of `ncp demo`; "
                                                        "judges nothing real)")
     add_options(p, (OPTION["concurrency"], OPTION["timeout"]), "stability")
+    add_batch_options(p, "RUN/stability-batches/batches.json")
     p.set_defaults(func=cmd_stability)
 
 
@@ -87,6 +90,9 @@ def cmd_stability(args: argparse.Namespace) -> int:
     model = args.auditor_model or config.auditor_model
     if not model:
         return usage("the run records no auditor model: give --auditor-model")
+    refused = batch_problem(args, model)
+    if refused:
+        return usage(refused)
     audit_votes = int(config.audit_votes or 1)
     temperature = VOTE_TEMPERATURE if args.temperature is None else float(args.temperature)
     print(f"re-auditing {len(turns)} turn(s) of {args.source} {args.votes} time(s) each", file=sys.stderr)
@@ -102,12 +108,18 @@ def cmd_stability(args: argparse.Namespace) -> int:
             server = stack.enter_context(ScriptedModelServer())
             install_demo_script(server)
             api_base = server.base_url
-        client = ModelClient.from_config(RunConfig(api_base=api_base, concurrency=args.concurrency,
-                                                   timeout=args.timeout))
+        # With --batch every turn's re-audits start at once: each round of calls is one batch.
+        concurrency = max(args.concurrency, len(turns) * args.votes) if args.batch else args.concurrency
+        client = ModelClient.from_config(RunConfig(api_base=api_base, concurrency=concurrency, timeout=args.timeout))
+        if args.batch:
+            from ..llm.batch import BatchTransport
+
+            BatchTransport.attach(client, folder / "stability-batches", poll=args.batch_poll,
+                                  on_status=lambda line: print(line, file=sys.stderr, flush=True))
         try:
             observations = asyncio.run(reaudit_turns(turns, specs, client=client, model=model, votes=args.votes,
                                                      audit_votes=audit_votes, temperature=temperature,
-                                                     concurrency=args.concurrency))
+                                                     concurrency=concurrency))
         except (RunFileError, ForkError) as exc:  # a trace that is not there, a spec changed since the run
             return usage(str(exc))
     summary = flip_summary(observations)

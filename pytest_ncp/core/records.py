@@ -170,6 +170,9 @@ class EpisodeRecord(_Record):
     cached_tokens: int | None = Field(default=None, ge=0, description="Of the prompt tokens, those a provider's "
                                                                       "prompt cache served (priced at the cached "
                                                                       "rate).")
+    cache_write_tokens: int | None = Field(default=None, ge=0, description="Of the prompt tokens, those written to "
+                                           "a provider's prompt cache (Anthropic; priced at the cache-write rate); "
+                                           "absent when none were.")
     cost_usd: float = Field(default=0.0, ge=0, description="Cost of those calls in US dollars (list prices).")
     trace: str | None = Field(default=None, description="The episode's JSON-lines trace: relative to the results "
                                                         "folder when inside it.")

@@ -34,6 +34,7 @@ from ..core.config import RunConfig
 from ..core.ledger import LedgerFact
 from ..core.options import DEFAULT_AUDITOR_CONTEXT_TOKENS
 from ..llm import Completion, ModelClient, ModelError
+from ..llm.request import CacheBreak
 from ..llm.structured import NoValidAnswer, ask_again, ask_json, strip_fences
 from ..prompts import PROMPT_VERSION, call_nonce, macro, render
 from ..core.quotes import check_quote, quote_in  # noqa: F401 - quote_in is part of this module's API
@@ -44,6 +45,8 @@ from ..core.wire import (  # noqa: F401 - the wire contract is part of this modu
     ScreenProblem, ScreenRule, Step, TrajectoryUpdate, response_format,
 )
 
+# The commitment check's list of what it may find fulfilled (commitment_check.j2 gives it as this heading).
+_PENDING_HEADING = "PENDING COMMITMENTS:"
 # Votes beyond the first are independent samples: at temperature 0 they would repeat one another (the same
 # prompt, greedy decoding), and their agreement would measure nothing. 0.7 varies the judgement while keeping
 # answers on the schema.
@@ -435,15 +438,32 @@ class LLMAuditor:
         facts = list(ctx.facts)
         # The delimiter code of the turn's data blocks (see prompts.call_nonce).
         nonce = call_nonce(ctx.previous_response, ctx.player_input, ctx.response)
+        spec, index = ctx.spec, ctx.node_index
+        # Each block rendered once per turn; each step's template shows only those it reads (prompts 7,
+        # _context.j2), the episode's fixed blocks before the slow-changing ones, the turn last.
+        story = macro("_context", "story", spec)
+        # Facts the story added were written from narration: data, each in a block whose code is a hash of the
+        # added facts up to and including its own (no text can carry the code of its own block), so adding a
+        # fact leaves the blocks before it as they were: the ledger's prefix stays cached.
+        added = [f for f in facts if f.added_turn]
+        codes = {f.id: call_nonce(*(g.text for g in added[:i + 1])) for i, f in enumerate(added)}
+        ledger = macro("_context", "ledger", facts, codes).rstrip()
+        position_brief = macro("_context", "position", spec, index, ctx, "ids").rstrip()
         return {
-            "spec": ctx.spec, "ctx": ctx, "facts": facts, "node_index": ctx.node_index, "commitments": commitments,
-            "nonce": nonce,
-            # What every step of the turn shows first, byte for byte the same: rendered once for all of them.
-            # Facts the story added were written from narration: data, in blocks whose code is a hash of those
-            # texts alone, so the story state stays the same across turns that add no fact (prompt caches).
-            "shared": macro("_context", "state", ctx.spec, facts, commitments, ctx.node_index, ctx,
-                            call_nonce(*(f.text for f in facts if f.added_turn))) + "\n"
-                      + macro("_context", "turn", ctx, nonce),
+            "spec": spec, "ctx": ctx, "facts": facts, "node_index": index, "commitments": commitments,
+            "nonce": nonce, "story": story, "ledger": ledger, "position_brief": position_brief,
+            "pending_heading": _PENDING_HEADING,
+            "position": macro("_context", "position", spec, index, ctx, "full").rstrip(),
+            # What the conflict check and both confirmations judge against: the whole story state.
+            "judged": "\n\n".join((
+                story,
+                macro("_context", "commitments", commitments, "COMMITMENTS:").rstrip(),
+                macro("_context", "plot", spec).rstrip(),
+                "\n".join((ledger, macro("_context", "states", commitments),
+                           macro("_context", "position", spec, index, ctx, "brief").rstrip())))),
+            "turn": macro("_context", "turn", ctx, nonce, True),
+            # The plot and commitment steps judge the response alone: no previous narration.
+            "turn_brief": macro("_context", "turn", ctx, nonce, False),
         }
 
     @staticmethod
@@ -476,6 +496,7 @@ class LLMAuditor:
         """
         ctx: TurnContext = base["ctx"]
         messages = render(Step.CONFLICT_CHECK, **base)
+        breaks = cache_breaks(Step.CONFLICT_CHECK, messages, base)
         self._fit(Step.CONFLICT_CHECK, messages, ctx)
         raised: dict[tuple[Any, ...], tuple[Conflict, bool]] = {}  # flag key -> (latest version, verified)
         final: set[tuple[Any, ...]] | None = None
@@ -488,7 +509,8 @@ class LLMAuditor:
             try:
                 completion = await self.client.complete(
                     "auditor", self.model, messages, step=Step.CONFLICT_CHECK,
-                    response_format=response_format(Step.CONFLICT_CHECK), temperature=self.temperature)
+                    response_format=response_format(Step.CONFLICT_CHECK), temperature=self.temperature,
+                    cache_breaks=breaks)
             except ModelError as exc:
                 raise self._refused(Step.CONFLICT_CHECK, exc, messages, ctx) from exc
             audit.calls.append(completion)
@@ -575,13 +597,36 @@ class LLMAuditor:
                                   retry=_SCREEN_RETRY if step == Step.INPUT_SCREEN else _RETRY,
                                   step=step, response_format=response_format(step),
                                   temperature=self.temperature if temperature is None else temperature,
-                                  on_answer=seen)
+                                  on_answer=seen, cache_breaks=cache_breaks(step, messages, variables))
         except NoValidAnswer as exc:
             raise AuditorError(step, exc.problems, exc.answers) from None
         except ModelError as exc:
             if step == Step.INPUT_SCREEN:
                 raise
             raise self._refused(step, exc, messages, ctx) from exc
+
+
+# Where each step's prompt stops being fixed for the episode and where it stops changing slowly (prompts 7): the
+# blocks of ``LLMAuditor._variables`` that start the slow-changing part and the turn.
+_CACHE_PARTS: dict[str, tuple[str, str]] = {
+    "conflict_check": ("ledger", "turn"), "conflict_confirmation": ("ledger", "turn"),
+    "success_confirmation": ("ledger", "turn"), "fact_update": ("ledger", "turn_brief"),
+    "trajectory_update": ("position", "turn_brief"), "commitment_check": ("pending_heading", "turn_brief"),
+}
+
+
+def cache_breaks(step: str, messages: list[dict[str, Any]], variables: dict[str, Any]) -> list[CacheBreak]:
+    """Where a provider that caches only marked prefixes (Anthropic) should cache this step's prompt: the end of
+    its system message (the rules and the task: fixed for the run), and the user message up to the
+    slow-changing blocks (fixed for the episode) and up to the turn. Three breakpoints, within Anthropic's four."""
+    breaks: list[CacheBreak] = [(0, None)] if messages and messages[0]["role"] == "system" else []
+    user = len(messages) - 1
+    for part in _CACHE_PARTS.get(step, ()):
+        text = variables.get(part)
+        at = messages[user]["content"].find(text) if isinstance(text, str) and text else -1
+        if at > 0:
+            breaks.append((user, at))
+    return breaks
 
 
 # Retry with the problem spelled out: most invalid answers are near misses.

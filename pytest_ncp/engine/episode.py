@@ -156,6 +156,7 @@ class EpisodeResult:
         # Set only when there is one: results.json keeps the keys it always had (written exclude_unset).
         optional: dict[str, Any] = {
             **({"fork": ForkOrigin(**self.fork)} if self.fork else {}),
+            **({"cache_write_tokens": self.usage.cache_write_tokens} if self.usage.cache_write_tokens else {}),
             **({"cut_by": self.cut_by} if self.cut_by else {}),
             **({"player_fault": PlayerFault.model_validate(self.player_fault)} if self.player_fault else {}),
             **({"screening": Screening(**self.screening)} if self.screening else {}),
@@ -214,7 +215,8 @@ class EpisodeResult:
             result.usage = Usage(prompt_tokens=end.tokens, cost_usd=end.cost_usd)
         else:
             result.usage = Usage(prompt_tokens=end.prompt_tokens, completion_tokens=end.completion_tokens or 0,
-                                 cached_tokens=end.cached_tokens or 0, cost_usd=end.cost_usd)
+                                 cached_tokens=end.cached_tokens or 0, cache_write_tokens=end.cache_write_tokens or 0,
+                                 cost_usd=end.cost_usd)
         return result
 
 
@@ -892,5 +894,7 @@ def _reading_flags(player_input: str | None, response: str) -> dict[str, Any]:
 
 def _call_record(c: Completion) -> dict[str, Any]:
     return {"step": c.step, "model": c.model, "attempts": c.attempts, "prompt_tokens": c.prompt_tokens,
-            "completion_tokens": c.completion_tokens, "cached_tokens": c.cached_tokens, "cost_usd": c.cost_usd, "latency_s": round(c.latency_s, 4),
+            "completion_tokens": c.completion_tokens, "cached_tokens": c.cached_tokens,
+            **({"cache_write_tokens": c.cache_write_tokens} if c.cache_write_tokens else {}),
+            "cost_usd": c.cost_usd, "latency_s": round(c.latency_s, 4),
             "finish_reason": c.finish_reason, "output_mode": c.output_mode}

@@ -3,7 +3,7 @@
 ``ModelClient.complete`` is the door: retries that honour Retry-After, per-endpoint limits, deadlines,
 structured-output negotiation, cost, and secrets scrubbed from every error. Behind it, one module per
 concern: ``types`` (what a call returns), ``client``, ``request`` (how a request is shaped),
-``openai_compat`` (the lean path), ``litellm_path``, ``cassette`` (record / replay) and ``structured``
+``openai_compat`` (the lean path), ``litellm_path``, ``cassette`` (record / replay), ``batch`` (the providers' Batch APIs) and ``structured``
 (asking for JSON and retrying with the problems). litellm and aiohttp are imported on the first call only.
 """
 

@@ -167,6 +167,7 @@ def _entry(key: str, normalised: dict[str, Any], c: Completion) -> dict[str, Any
                          "completion_tokens": c.completion_tokens, "cost_usd": c.cost_usd,
                          # only when a prompt cache served some: older cassettes stay as they were
                          **({"cached_tokens": c.cached_tokens} if c.cached_tokens else {}),
+                         **({"cache_write_tokens": c.cache_write_tokens} if c.cache_write_tokens else {}),
                          "finish_reason": c.finish_reason}}
 
 
@@ -174,7 +175,8 @@ def _completion(entry: dict[str, Any], request: dict[str, Any]) -> Completion:
     r = entry["response"]
     return Completion(text=r["text"], model=request["model"], role=request["role"], step=request.get("step"),
                       prompt_tokens=int(r.get("prompt_tokens", 0)), completion_tokens=int(r.get("completion_tokens", 0)),
-                      cached_tokens=int(r.get("cached_tokens", 0)), cost_usd=float(r.get("cost_usd", 0.0)),
+                      cached_tokens=int(r.get("cached_tokens", 0)),
+                      cache_write_tokens=int(r.get("cache_write_tokens", 0)), cost_usd=float(r.get("cost_usd", 0.0)),
                       finish_reason=r.get("finish_reason"))
 
 

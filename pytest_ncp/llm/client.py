@@ -16,9 +16,8 @@ import os
 import random
 import re
 import time
-import weakref
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Sequence
 from urllib.parse import urlsplit
 
 from ..core.config import DEFAULT_MAX_TOKENS, OUTPUT_MODES, SYSTEM_PROMPT_MODES, RunConfig
@@ -26,7 +25,7 @@ from ..core.options import default
 from ..core.redact import scrub, url_secrets
 from .litellm_path import import_litellm, litellm_call
 from .prices import Price, price_of, prompt_token_bound
-from .request import merge_system_prompt, request_params, shape_structured
+from .request import CacheBreak, merge_system_prompt, request_params, shape_structured
 from .types import Completion, CostCapReached, ModelError, Role, Usage, current_usage
 
 # How many of its own failures a client remembers (each episode needs only the one that ended it).
@@ -141,9 +140,7 @@ class ModelClient:
     _lean_transport: Any = field(default=None, repr=False)
     _modes: dict[str, str] = field(default_factory=dict, repr=False)          # endpoint|model -> mode
     _mode_notes: dict[str, list[str]] = field(default_factory=dict, repr=False)  # why modes were skipped
-    # loop -> endpoint|model -> the probe under way (asyncio events belong to the loop that made them)
-    _mode_probes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Event]] = field(
-        default_factory=weakref.WeakKeyDictionary, repr=False)
+    _refused_modes: dict[str, set[str]] = field(default_factory=dict, repr=False)  # endpoint|model -> refused
     # The failures this client raised, by identity (exceptions take no weak references): an episode tells an
     # outage or a cost cap that passed through a narrator's code from one the narrator raised itself.
     _raised: collections.deque[BaseException] = field(
@@ -274,12 +271,13 @@ class ModelClient:
 
     async def complete(self, role: Role, model: str, messages: list[dict[str, Any]], *, step: str | None = None,
                        response_format: dict[str, Any] | None = None, temperature: float | None = None,
-                       repeat: int = 0, max_tokens: int | None = None, output_mode: str | None = None) -> Completion:
+                       repeat: int = 0, max_tokens: int | None = None, output_mode: str | None = None,
+                       cache_breaks: Sequence[CacheBreak] = ()) -> Completion:
         """One chat completion (see ``_complete``); its failure is remembered as this client's own."""
         try:
             return await self._complete(role, model, messages, step=step, response_format=response_format,
                                         temperature=temperature, repeat=repeat, max_tokens=max_tokens,
-                                        output_mode=output_mode)
+                                        output_mode=output_mode, cache_breaks=cache_breaks)
         except (ModelError, CostCapReached) as exc:
             self._raised.append(exc)
             raise
@@ -296,14 +294,20 @@ class ModelClient:
         repeat: int = 0,
         max_tokens: int | None = None,
         output_mode: str | None = None,
+        cache_breaks: Sequence[CacheBreak] = (),
     ) -> Completion:
         """One chat completion. ``response_format`` is the OpenAI json_schema form; how it is actually
-        asked for depends on the structured-output mode (``output_mode`` overrides the client's)."""
+        asked for depends on the structured-output mode (``output_mode`` overrides the client's).
+        ``cache_breaks``: where the prompt's parts that change less often end (``request.CacheBreak``); a provider
+        that caches only marked prefixes (Anthropic) gets ``cache_control`` breakpoints there."""
         if self.system_prompt == "merge":
             messages = merge_system_prompt(messages)
+            cache_breaks = ()  # the offsets were into the messages as they were
         request: dict[str, Any] = {"role": role, "model": model, "messages": messages, "step": step,
                                    "response_format": None, "temperature": temperature, "repeat": repeat,
                                    "max_tokens": max_tokens if max_tokens is not None else self.max_tokens_for(role)}
+        if cache_breaks:
+            request["cache_breaks"] = tuple(cache_breaks)
         if response_format is None:
             return await self._call(request, None)
         mode = output_mode or self.structured_output
@@ -313,39 +317,40 @@ class ModelClient:
         known = self._modes.get(key)
         if known is not None:
             return await self._call(shape_structured(request, response_format, known), known)
-        # The first structured call per endpoint and model probes the mode; calls that arrive meanwhile
-        # wait for the probe's answer (not for each other), then all go at once with the mode it found.
-        # Nobody holds a lock while making a request: that serialised every episode's first audit calls
-        # A probe that failed for another reason (timeout, 5xx) decided nothing: its waiters
-        # then probe at once, each for itself, rather than one after another.
-        probes = self._mode_probes.setdefault(asyncio.get_running_loop(), {})
-        probe = probes.get(key)
-        if probe is None:
-            probes[key] = done = asyncio.Event()
-            try:
-                return await self._probe_mode(key, request, response_format)
-            finally:
-                del probes[key]
-                done.set()
-        await probe.wait()
-        known = self._modes.get(key)
-        if known is not None:
-            return await self._call(shape_structured(request, response_format, known), known)
-        return await self._probe_mode(key, request, response_format)
+        return await self._first_mode(key, request, response_format)
 
-    async def _probe_mode(self, key: str, request: dict[str, Any], response_format: dict[str, Any]) -> Completion:
-        """Try each structured-output mode in turn until one is accepted; remember it for ``key``."""
-        for candidate in OUTPUT_MODES[1:]:
+    async def _first_mode(self, key: str, request: dict[str, Any], response_format: dict[str, Any]) -> Completion:
+        """A structured call while the mode of ``key`` is unknown: the best mode this endpoint and model has not
+        refused, and the next one only on a refusal; the first accepted is remembered.
+
+        The first calls of a run all go at once in the preferred mode (``json_schema``), which the hosted APIs
+        takes: no probe call for the others to wait on, so a run starts one round trip sooner. A server that
+        refuses it refuses each call of that first wave once (a refusal is an immediate 4xx/5xx); every call
+        after it uses the mode found. A call that failed for another reason (timeout, 5xx) decides nothing."""
+        refused = self._refused_modes.setdefault(key, set())
+        tried: list[str] = []
+
+        def shaped() -> tuple[dict[str, Any], str]:
+            # Chosen once the call has its endpoint slot: a call that queued behind others (a small
+            # --concurrency-per-endpoint) takes the mode they found instead of being refused in turn.
+            mode = self._modes.get(key) or next(m for m in OUTPUT_MODES[1:] if m not in refused)
+            tried.append(mode)
+            return shape_structured(request, response_format, mode), mode
+
+        while True:
             try:
-                completion = await self._call(shape_structured(request, response_format, candidate), candidate)
+                completion = await self._call(request, None, shaped)
             except ModelError as exc:
+                candidate = tried[-1] if tried else OUTPUT_MODES[-1]
+                # The prompt mode sends no response_format, so nothing can refuse it: the loop ends there.
                 if not exc.rejects_format or candidate == OUTPUT_MODES[-1]:
                     raise
-                self._mode_notes.setdefault(key, []).append(f"{candidate} rejected: {brief_error(str(exc))}")
+                if candidate not in refused:
+                    refused.add(candidate)
+                    self._mode_notes.setdefault(key, []).append(f"{candidate} rejected: {brief_error(str(exc))}")
                 continue
-            self._modes[key] = candidate
+            self._modes.setdefault(key, tried[-1])
             return completion
-        raise AssertionError("unreachable: the prompt mode sends no response_format to reject")
 
     def _through_litellm(self, model: str) -> bool:
         """Whether a call for ``model`` goes through litellm (directly or under a cassette)."""
@@ -353,7 +358,10 @@ class ModelClient:
             return False
         return not (self.lean and _lean_handles(model))
 
-    async def _call(self, request: dict[str, Any], mode: str | None) -> Completion:
+    async def _call(self, request: dict[str, Any], mode: str | None,
+                    shaped: Callable[[], tuple[dict[str, Any], str]] | None = None) -> Completion:
+        """One call with its retries. ``shaped`` (a structured call whose mode is not known yet) gives the request
+        and its mode once the call has its endpoint slot, again at each attempt."""
         if self.max_cost is not None and self._price(request["model"]) is None:
             raise ModelError(f"{request['role']} call to {request['model']} refused: it has no price in litellm's "
                              "cost map, so --max-cost cannot bound what it costs", role=request["role"],
@@ -371,6 +379,8 @@ class ModelClient:
             started = time.monotonic()
             try:
                 async with limiter:
+                    if shaped is not None:
+                        request, mode = shaped()
                     # The cap: reserved once the request has its slot, before its deadline starts counting.
                     reserved = await self._reserve(request)
                     now = time.monotonic()

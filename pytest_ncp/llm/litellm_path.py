@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .request import request_params
-from .types import ROLE_HEADER, STEP_HEADER, Completion, cached_tokens
+from .request import request_params, takes_breakpoints, with_cache_breakpoints
+from .types import ROLE_HEADER, STEP_HEADER, Completion, cache_write_tokens, cached_tokens
 
 
 async def litellm_call(request: dict[str, Any], *, api_base: str | None, api_key: str | None,
@@ -31,6 +31,10 @@ async def litellm_call(request: dict[str, Any], *, api_base: str | None, api_key
         # we want to see, and a narrator under test that uses litellm keeps its own setting.
         "drop_params": False,
     }
+    if request.get("cache_breaks") and takes_breakpoints(model):
+        # Anthropic caches nothing unmarked: the caller's boundaries (fixed for the run, for the episode, slowly
+        # changing) become cache_control breakpoints.
+        kwargs["messages"] = with_cache_breakpoints(kwargs["messages"], request["cache_breaks"])
     response_format = kwargs.get("response_format")
     if model.split("/", 1)[0] in ("ollama", "ollama_chat") and response_format \
             and response_format.get("type") == "json_object" and response_format.get("schema"):
@@ -47,17 +51,20 @@ async def litellm_call(request: dict[str, Any], *, api_base: str | None, api_key
     choice = response.choices[0]
     text = choice.message.content or ""
     usage = getattr(response, "usage", None)
-    # litellm prices the call itself (from its local cost map, cached prompt tokens at the cached rate);
-    # unknown models have no price.
     hidden = getattr(response, "_hidden_params", None) or {}
-    cost = float(hidden.get("response_cost") or 0.0)
     prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+    completion = int(getattr(usage, "completion_tokens", 0) or 0)
+    # litellm normalises Anthropic's cache_read_input_tokens, Gemini's cached content and DeepSeek's cache hits
+    # into prompt_tokens_details.cached_tokens; Anthropic's cache writes stay cache_creation_input_tokens. Both
+    # are counted in prompt_tokens.
+    cached = min(cached_tokens(usage), prompt) if usage is not None else 0
+    written = min(cache_write_tokens(usage), prompt - cached) if usage is not None else 0
+    # litellm prices the call from the same cost map: writes at cache_creation_input_token_cost, reads at
+    # cache_read_input_token_cost (prices.Price.cost is the same sum, for the lean path, the cap and --estimate).
+    cost = float(hidden.get("response_cost") or 0.0)
     return Completion(
         text=text, model=model, role=request["role"], step=request.get("step"),
-        prompt_tokens=prompt, completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-        # litellm normalises Anthropic's cache_read_input_tokens, Gemini's cached content and DeepSeek's
-        # cache hits into prompt_tokens_details.cached_tokens
-        cached_tokens=min(cached_tokens(usage), prompt) if usage is not None else 0,
+        prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached, cache_write_tokens=written,
         cost_usd=cost, finish_reason=getattr(choice, "finish_reason", None),
     )
 
@@ -94,6 +101,8 @@ def import_litellm() -> Any:
 
         if "litellm" not in sys.modules:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            # Likewise its table of Anthropic beta headers, which it would otherwise fetch on an Anthropic call.
+            os.environ.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
             if _own_process:
                 os.environ.setdefault("LITELLM_LOG", "ERROR")
         import litellm

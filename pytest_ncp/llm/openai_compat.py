@@ -22,7 +22,7 @@ import weakref
 from typing import Any
 
 from .prices import Price, model_price, price_of  # noqa: F401 - model_price: its old home
-from .types import ROLE_HEADER, STEP_HEADER, Completion, cached_tokens
+from .types import ROLE_HEADER, STEP_HEADER, Completion, cache_write_tokens, cached_tokens
 
 DEFAULT_BASE = "https://api.openai.com/v1"
 PREFIX = "openai/"
@@ -126,10 +126,12 @@ class LeanTransport:
             usage = {}
         prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
         cached = min(cached_tokens(usage), prompt)
+        written = min(cache_write_tokens(usage), prompt - cached)  # a proxy in front of Anthropic reports them
         price = self.price(model)
         return Completion(text=text, model=model, role=request["role"], step=request.get("step"),
                           prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached,
-                          cost_usd=price.cost(prompt, completion, cached) if price else 0.0,
+                          cache_write_tokens=written,
+                          cost_usd=price.cost(prompt, completion, cached, written) if price else 0.0,
                           finish_reason=finish_reason)
 
     def price(self, model: str) -> Price | None:

@@ -7,7 +7,9 @@ file: importing litellm costs seconds and about 100 MB for one table.
 
 Cached prompt tokens (a provider's prompt cache served them; ``types.cached_tokens`` reads them from a
 usage block) cost ``cache_read_input_token_cost`` where the map has it, and the full input price where it
-does not.
+does not. Prompt tokens written to the cache (Anthropic bills a write above the input price: 1.25x for the
+5-minute TTL pytest-ncp asks for, ``llm/request.py``) cost ``cache_creation_input_token_cost``, the input
+price where the map has none.
 """
 
 from __future__ import annotations
@@ -30,14 +32,32 @@ class Price:
     input: float
     output: float
     cached_input: float  # per prompt token served from the provider's cache
+    cache_write: float | None = None  # per prompt token written to the cache (5-minute TTL); None: the input price
+    batch_input: float | None = None   # through the provider's Batch API; None: half the list price
+    batch_output: float | None = None
 
-    def cost(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> float:
+    def batched(self) -> Price:
+        """The price of a call sent through the provider's Batch API: the map's batch rates, else half the list
+        price (what OpenAI, Anthropic and Google charge); cached reads at half too."""
+        return Price(self.input / 2 if self.batch_input is None else self.batch_input,
+                     self.output / 2 if self.batch_output is None else self.batch_output,
+                     self.cached_input / 2, None if self.cache_write is None else self.cache_write / 2)
+
+    @property
+    def write(self) -> float:
+        return self.input if self.cache_write is None else self.cache_write
+
+    def cost(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0,
+             cache_write_tokens: int = 0) -> float:
         cached = max(0, min(cached_tokens, prompt_tokens))
-        return (prompt_tokens - cached) * self.input + cached * self.cached_input + completion_tokens * self.output
+        written = max(0, min(cache_write_tokens, prompt_tokens - cached))
+        return ((prompt_tokens - cached - written) * self.input + cached * self.cached_input
+                + written * self.write + completion_tokens * self.output)
 
     def bound(self, prompt_tokens: int, completion_tokens: int) -> float:
-        """The most a call with these token counts can cost: no cached discount assumed."""
-        return prompt_tokens * self.input + completion_tokens * self.output
+        """The most a call with these token counts can cost: no cached discount assumed, and every prompt token
+        at the dearer of the input and the cache-write price (a call with breakpoints may write all of it)."""
+        return prompt_tokens * max(self.input, self.write) + completion_tokens * self.output
 
 
 def price_of(model: str) -> Price | None:
@@ -55,7 +75,10 @@ def price_of(model: str) -> Price | None:
             if per_in is None and per_out is None:
                 continue
             cached = _number(info.get("cache_read_input_token_cost"))
-            return Price(per_in or 0.0, per_out or 0.0, (per_in or 0.0) if cached is None else cached)
+            return Price(per_in or 0.0, per_out or 0.0, (per_in or 0.0) if cached is None else cached,
+                         _number(info.get("cache_creation_input_token_cost")),
+                         _number(info.get("input_cost_per_token_batches")),
+                         _number(info.get("output_cost_per_token_batches")))
     return None
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 if TYPE_CHECKING:
     from .client import ModelClient
+    from .request import CacheBreak
     from .types import Completion, Role
 
 T = TypeVar("T")
@@ -46,7 +47,8 @@ async def ask_json(client: ModelClient, role: Role, model: str, messages: Messag
                    retry: Callable[[Messages, Completion, list[str]], Messages],
                    step: str | None = None, response_format: dict[str, Any] | None = None,
                    temperature: float | None = None,
-                   on_answer: Callable[[int, Completion, list[str]], None] | None = None) -> T:
+                   on_answer: Callable[[int, Completion, list[str]], None] | None = None,
+                   cache_breaks: Sequence[CacheBreak] = ()) -> T:
     """The first answer ``parse`` accepts, after at most ``attempts`` calls; else ``NoValidAnswer``.
 
     ``parse`` returns (value, []) or (None, problems); ``retry`` gives the messages of the next attempt;
@@ -56,7 +58,7 @@ async def ask_json(client: ModelClient, role: Role, model: str, messages: Messag
     problems: list[str] = []
     for attempt in range(1, attempts + 1):
         completion = await client.complete(role, model, messages, step=step, response_format=response_format,
-                                           temperature=temperature)
+                                           temperature=temperature, cache_breaks=cache_breaks)
         answers.append(completion.text)
         value, problems = parse(completion)
         if on_answer is not None:

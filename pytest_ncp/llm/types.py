@@ -60,6 +60,7 @@ class Completion:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     cached_tokens: int = 0             # of the prompt tokens, those a provider's prompt cache served
+    cache_write_tokens: int = 0        # of the prompt tokens, those written to a provider's cache (Anthropic)
     attempts: int = 1
     latency_s: float = 0.0
     finish_reason: str | None = None   # "length": the answer was cut by max_tokens
@@ -84,6 +85,7 @@ class Usage:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     cached_tokens: int = 0  # prompt tokens served from a provider's prompt cache
+    cache_write_tokens: int = 0  # prompt tokens written to a provider's prompt cache (billed at its write rate)
     truncated: list[dict[str, Any]] = field(default_factory=list)  # calls cut by max_tokens
     output_modes: dict[str, str] = field(default_factory=dict)     # model -> structured-output mode used
 
@@ -97,6 +99,7 @@ class Usage:
         self.completion_tokens += c.completion_tokens
         self.cost_usd += c.cost_usd
         self.cached_tokens += c.cached_tokens
+        self.cache_write_tokens += c.cache_write_tokens
         if c.truncated:
             self.truncated.append({"role": c.role, "step": c.step, "model": c.model, "max_tokens": c.max_tokens,
                                    "completion_tokens": c.completion_tokens})
@@ -109,6 +112,7 @@ class Usage:
         self.completion_tokens += other.completion_tokens
         self.cost_usd += other.cost_usd
         self.cached_tokens += other.cached_tokens
+        self.cache_write_tokens += other.cache_write_tokens
 
     @property
     def cached_share(self) -> float | None:
@@ -128,6 +132,20 @@ def cached_tokens(usage: Any) -> int:
     details = get(usage, "prompt_tokens_details")
     for value in (get(details, "cached_tokens") if details is not None else None,
                   get(usage, "cache_read_input_tokens"), get(usage, "prompt_cache_hit_tokens")):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return int(value)
+    return 0
+
+
+def cache_write_tokens(usage: Any) -> int:
+    """Prompt tokens written to a provider's cache, from a ``usage`` block: Anthropic's
+    ``cache_creation_input_tokens`` (litellm keeps it, and copies it to ``prompt_tokens_details``)."""
+    def get(obj: Any, key: str) -> Any:
+        return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
+
+    details = get(usage, "prompt_tokens_details")
+    for value in (get(usage, "cache_creation_input_tokens"),
+                  get(details, "cache_write_tokens") if details is not None else None):
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
             return int(value)
     return 0

@@ -1,4 +1,4 @@
-"""A scripted, local stand-in for an OpenAI-compatible chat-completions endpoint.
+"""A scripted, local stand-in for an OpenAI-compatible chat-completions endpoint (and Anthropic's Messages API).
 
 pytest-ncp drives narrators, players and auditors through litellm. Mocking litellm itself would
 skip the code paths that break in practice (request building, retries, rate-limit handling,
@@ -77,7 +77,12 @@ _ERROR_KINDS: dict[int, tuple[str, str]] = {
 }
 
 _CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+# Anthropic's Messages API (what litellm's anthropic route posts to, ``{api_base}/v1/messages``).
+_MESSAGES_PATHS = ("/v1/messages", "/messages")
+ANTHROPIC_JSON_TOOL = "json_tool_call"  # the tool litellm asks older Claude models to answer a schema with
 _MODEL_PATHS = ("/v1/models", "/models")
+_FILES = re.compile(r"^(?:/v1)?/files(?:/([\w-]+)(/content)?)?$")
+_BATCHES = re.compile(r"^(?:/v1)?/batches(?:/([\w-]+))?$")
 _STATIC_MODELS = ("test-model", "narrator-model", "auditor-model")
 
 
@@ -166,23 +171,24 @@ class _Answer:
     usage: Mapping[str, Any] | None = None  # merged over the default usage block
 
 
+def _content_text(content: Any, parts: list[str]) -> None:
+    if isinstance(content, str):
+        parts.append(content)
+    elif isinstance(content, list):
+        for part in content:
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            elif isinstance(part, str):
+                parts.append(part)
+
+
 def _message_text(body: Mapping[str, Any]) -> str:
-    messages = body.get("messages")
-    if not isinstance(messages, list):
-        return ""
     parts: list[str] = []
-    for message in messages:
-        if not isinstance(message, Mapping):
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            parts.append(content)
-        elif isinstance(content, list):
-            for part in content:
-                if isinstance(part, Mapping) and isinstance(part.get("text"), str):
-                    parts.append(part["text"])
-                elif isinstance(part, str):
-                    parts.append(part)
+    _content_text(body.get("system"), parts)  # Anthropic's Messages API: the system prompt beside the messages
+    messages = body.get("messages")
+    for message in messages if isinstance(messages, list) else ():
+        if isinstance(message, Mapping):
+            _content_text(message.get("content"), parts)
     return "\n".join(parts)
 
 
@@ -208,6 +214,27 @@ def _json_schema_name(body: Mapping[str, Any]) -> tuple[bool, str | None]:
         return False, None
     name = schema.get("name")
     return True, name if isinstance(name, str) else None
+
+
+def _multipart_file(content_type: str, raw: bytes) -> bytes | None:
+    """The ``file`` part of a multipart/form-data upload."""
+    from email.parser import BytesParser
+    from email.policy import HTTP
+
+    if "multipart/form-data" not in content_type:
+        return None
+    message = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw)
+    for part in message.iter_parts():
+        if part.get_param("name", header="content-disposition") == "file":
+            payload = part.get_payload(decode=True)
+            return payload if isinstance(payload, bytes) else None
+    return None
+
+
+def _json_tool(body: Mapping[str, Any]) -> bool:
+    tools = body.get("tools")
+    return isinstance(tools, list) and any(isinstance(t, Mapping) and t.get("name") == ANTHROPIC_JSON_TOOL
+                                           for t in tools)
 
 
 def _word_count(text: str) -> int:
@@ -288,6 +315,10 @@ class _Handler(BaseHTTPRequestHandler):
 class ScriptedModelServer:
     """An OpenAI-compatible chat-completions server on 127.0.0.1 that answers from a script.
 
+    It also speaks Anthropic's Messages API at ``/v1/messages``: point litellm's ``anthropic/...`` models at
+    ``api_base=server.root_url`` and the same rules answer them (``usage`` in Anthropic's words: a test adds
+    ``cache_creation_input_tokens`` and ``cache_read_input_tokens``).
+
     It can imitate the self-hosted servers pytest-ncp meets (llama.cpp, Ollama, LM Studio...):
 
     - ``reject_formats=("json_schema",)``: answer HTTP 500 naming the response format, as
@@ -321,6 +352,12 @@ class ScriptedModelServer:
         self._connections: set[socket.socket] = set()
         self._ids = itertools.count(1)
         self._stopping = threading.Event()
+        # OpenAI's Batch API: uploaded files, and batches answered from the same rules as chat requests.
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.batch_polls = 0  # retrievals a batch answers "in_progress" before it is done
+        self.batch_outcome = "completed"  # or "expired", "failed": what a batch ends as
+        self.batch_drop: set[str] = set()  # custom ids an ended batch leaves without a result line
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -384,6 +421,11 @@ class ScriptedModelServer:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def root_url(self) -> str:
+        """The server without ``/v1``: the api_base of Anthropic models (litellm appends ``/v1/messages``)."""
+        return f"http://127.0.0.1:{self.port}"
 
     # -- script ----------------------------------------------------------------------------
 
@@ -534,6 +576,9 @@ class ScriptedModelServer:
         has_schema, step = _json_schema_name(body)
         step = step or headers.get(STEP_HEADER)
         format_type = _response_format_type(body)
+        anthropic = path in _MESSAGES_PATHS
+        if anthropic:  # a schema arrives as output_format or as litellm's JSON tool
+            has_schema = isinstance(body.get("output_format"), Mapping) or _json_tool(body)
         role = headers.get(ROLE_HEADER) or ("auditor" if has_schema or format_type else None)
         model = body.get("model") if isinstance(body.get("model"), str) else None
         # What the model would see: a template that drops system messages drops them from everything.
@@ -552,6 +597,16 @@ class ScriptedModelServer:
 
         self._sleep(self.latency)
 
+        if _FILES.match(path) or _BATCHES.match(path):
+            status, payload = self._batch_api(method, path, headers, raw, body)
+            record(status)
+            if isinstance(payload, bytes):
+                self._send(handler, status, payload, "application/octet-stream", {})
+            elif status >= 400:
+                self._send_error(handler, status, str(payload), {})
+            else:
+                self._send_json(handler, status, payload)
+            return
         if method == "GET":
             if path in _MODEL_PATHS:
                 record(200)
@@ -560,7 +615,7 @@ class ScriptedModelServer:
                 record(404)
                 self._send_error(handler, 404, f"No route for GET {path}", {})
             return
-        if path not in _CHAT_PATHS:
+        if path not in _CHAT_PATHS and not anthropic:
             record(404)
             self._send_error(handler, 404, f"No route for POST {path}", {})
             return
@@ -591,6 +646,15 @@ class ScriptedModelServer:
         record(answer.status)
 
         stream = body.get("stream") is True
+        if anthropic and answer.body is None:
+            if answer.status != 200:
+                self._send_json(handler, answer.status, {"type": "error", "error": {
+                    "type": _ERROR_KINDS.get(answer.status, ("api_error", ""))[0],
+                    "message": answer.content or f"Scripted error: HTTP {answer.status}"}}, answer.headers)
+            else:
+                self._send_json(handler, 200, self._message(body, model, text, answer.content or "", answer.usage),
+                                answer.headers)
+            return
         if answer.body is not None:
             content_type = "text/event-stream" if stream else "application/json"
             self._send(handler, answer.status, answer.body, content_type, answer.headers)
@@ -658,6 +722,112 @@ class ScriptedModelServer:
             ],
             "usage": self._usage(text, content, usage),
         }
+
+    # -- OpenAI's Batch API ---------------------------------------------------------------------
+
+    def _batch_api(self, method: str, path: str, headers: Mapping[str, str], raw: bytes,
+                   body: Mapping[str, Any]) -> tuple[int, Any]:
+        """Files and batches, as OpenAI serves them (what litellm's create_file, create_batch, retrieve_batch
+        and file_content call). A batch is answered line by line by the same rules as chat requests, once it
+        has answered ``batch_polls`` retrievals "in_progress"; it ends as ``batch_outcome``."""
+        files, batches = _FILES.match(path), _BATCHES.match(path)
+        if files and method == "POST" and not files.group(1):
+            content = _multipart_file(headers.get("content-type", ""), raw)
+            if content is None:
+                return 400, "expected a multipart upload with a 'file' part"
+            with self._lock:
+                file_id = f"file-scripted-{next(self._ids)}"
+                self.files[file_id] = content
+            return 200, {"id": file_id, "object": "file", "bytes": len(content), "created_at": int(time.time()),
+                         "filename": "batch.jsonl", "purpose": "batch", "status": "processed"}
+        if files and method == "GET" and files.group(1) and files.group(2):
+            data = self.files.get(files.group(1))
+            return (200, data) if data is not None else (404, f"no file {files.group(1)}")
+        if batches and method == "POST" and not batches.group(1):
+            source = self.files.get(str(body.get("input_file_id")))
+            if source is None:
+                return 400, f"no input file {body.get('input_file_id')!r}"
+            with self._lock:
+                batch_id = f"batch_scripted_{next(self._ids)}"
+                self.batches[batch_id] = {
+                    "id": batch_id, "object": "batch", "endpoint": body.get("endpoint"), "errors": None,
+                    "input_file_id": body.get("input_file_id"), "completion_window": body.get("completion_window"),
+                    "status": "validating", "output_file_id": None, "error_file_id": None,
+                    "created_at": int(time.time()), "request_counts": {
+                        "total": len(source.splitlines()), "completed": 0, "failed": 0},
+                    "_polls": 0, "_lines": [json.loads(line) for line in source.splitlines() if line.strip()]}
+            return 200, self._batch_view(batch_id)
+        if batches and method == "GET" and batches.group(1):
+            batch_id = batches.group(1)
+            if batch_id not in self.batches:
+                return 404, f"no batch {batch_id}"
+            batch = self.batches[batch_id]
+            if batch["status"] in ("validating", "in_progress"):
+                batch["_polls"] += 1
+                if batch["_polls"] > self.batch_polls:
+                    self._run_batch(batch)
+                else:
+                    batch["status"] = "in_progress"
+            return 200, self._batch_view(batch_id)
+        return 404, f"No route for {method} {path}"
+
+    def _batch_view(self, batch_id: str) -> dict[str, Any]:
+        return {k: v for k, v in self.batches[batch_id].items() if not k.startswith("_")}
+
+    def _run_batch(self, batch: dict[str, Any]) -> None:
+        out, errors = [], []
+        for line in batch["_lines"]:
+            custom_id, request_body = line.get("custom_id"), line.get("body") or {}
+            if custom_id in self.batch_drop:
+                continue
+            has_schema, step = _json_schema_name(request_body)
+            text = _message_text(request_body)
+            request = RecordedRequest(path=str(line.get("url")), headers={}, body=request_body, step=step,
+                                      role="auditor" if has_schema else None, model=request_body.get("model"),
+                                      text=text, received_at=time.monotonic(), status=0)
+            answer = self._resolve(request)
+            with self._lock:  # a batch's lines are requests too: recorded, in order
+                self._slots.append(RecordedRequest(**{**request.__dict__, "status": answer.status}))
+            if answer.status != 200:
+                errors.append({"id": f"batch_req_{next(self._ids)}", "custom_id": custom_id, "response": {
+                    "status_code": answer.status, "body": {"error": {"message": answer.content or "scripted"}}},
+                    "error": None})
+                continue
+            content, finish = self._limit(answer.content or "", request_body.get("max_tokens"))
+            out.append({"id": f"batch_req_{next(self._ids)}", "custom_id": custom_id, "error": None, "response": {
+                "status_code": 200, "request_id": f"req_{next(self._ids)}",
+                "body": self._completion(request.model, text, content, finish, answer.usage)}})
+        ended = self.batch_outcome
+        batch["status"] = ended
+        if ended != "failed":
+            for lines, key in ((out, "output_file_id"), (errors, "error_file_id")):
+                if lines:
+                    file_id = f"file-scripted-{next(self._ids)}"
+                    self.files[file_id] = "".join(json.dumps(x) + "\n" for x in lines).encode()
+                    batch[key] = file_id
+        batch["request_counts"] = {"total": len(batch["_lines"]), "completed": len(out) if ended != "failed" else 0,
+                                   "failed": len(errors)}
+
+    def _message(self, body: Mapping[str, Any], model: str | None, text: str, content: str,
+                 usage: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """An answer of Anthropic's Messages API: the text, or a ``tool_use`` of litellm's JSON tool when the
+        request asked for a schema that way. ``usage`` (scripted) is merged over ``input_tokens`` and
+        ``output_tokens`` counted one per word; a test adds ``cache_creation_input_tokens`` and
+        ``cache_read_input_tokens`` as the API reports them (input_tokens then counts neither)."""
+        content, finish = self._limit(content, body.get("max_tokens"))
+        block: dict[str, Any] = {"type": "text", "text": content}
+        if _json_tool(body):
+            try:
+                block = {"type": "tool_use", "id": f"toolu_scripted_{next(self._ids)}", "name": ANTHROPIC_JSON_TOOL,
+                         "input": json.loads(content)}
+            except ValueError:
+                pass  # not JSON: answered as text, as a model that ignores the tool would
+        counted: dict[str, Any] = {"input_tokens": _word_count(text), "output_tokens": _word_count(content)}
+        counted.update(usage or {})
+        return {"id": f"msg_scripted_{next(self._ids)}", "type": "message", "role": "assistant",
+                "model": model or "unknown", "content": [block],
+                "stop_reason": "max_tokens" if finish == "length" else "tool_use" if block["type"] == "tool_use"
+                else "end_turn", "stop_sequence": None, "usage": counted}
 
     def _send_stream(
         self,

@@ -48,18 +48,20 @@ def test_auto_falls_back_once_to_json_object_with_the_schema_and_remembers_it():
         asyncio.run(turn())
         asyncio.run(turn())
         port = server.port
-    # One refused json_schema request for the whole run (not one per step, not retried), then json_object.
-    assert formats(server) == ["json_schema"] + ["json_object"] * 8
-    assert [r.status for r in server.requests][:2] == [500, 200]
-    sent = server.requests[1].body["response_format"]
-    assert sent["schema"] == WIRE_SCHEMAS[server.requests[1].step]
+    # The first wave goes out at once in json_schema; each of its calls is refused once (never retried in that
+    # mode), falls back, and every later call uses json_object from the start.
+    sent = [(f, r.status) for f, r in zip(formats(server), server.requests)]
+    assert sorted(sent) == [("json_object", 200)] * 8 + [("json_schema", 500)] * 4
+    assert formats(server)[-4:] == ["json_object"] * 4  # the second turn: the mode found, from the start
+    accepted = next(r for r in server.requests if r.status == 200)
+    assert accepted.body["response_format"]["schema"] == WIRE_SCHEMAS[accepted.step]
     assert client.output_modes() == {f"127.0.0.1:{port}|openai/a": "json_object"}
     assert "json_schema rejected" in client.mode_notes("openai/a")[0]
 
 
-def test_concurrent_first_calls_under_auto_wait_for_the_probe_not_for_each_other():
-    # Every call that arrived while the mode was probed used to make its whole request while
-    # holding the probe's lock, so N episodes' first audit steps went one at a time (max in flight 1).
+def test_the_first_calls_under_auto_go_out_at_once_in_the_preferred_mode():
+    # No probe for the others to wait on: a run's first audit calls cost one round trip, not two (a probe,
+    # then the rest), and not one each (the calls once serialised behind the probe's lock).
     n = 12
     with ScriptedModelServer(latency=0.2) as server:
         client = ModelClient(api_base=server.base_url, backoff=0.0)
@@ -71,13 +73,12 @@ def test_concurrent_first_calls_under_auto_wait_for_the_probe_not_for_each_other
 
         asyncio.run(first_calls())
     assert len(server.requests) == n and formats(server) == ["json_schema"] * n
-    # One probe, then everyone else at once: n - 1 requests in flight together.
-    assert server.max_in_flight == n - 1
+    assert server.max_in_flight == n
 
 
-def test_waiters_on_a_probe_that_failed_for_another_reason_probe_at_once_each_for_itself():
+def test_a_first_call_that_failed_for_another_reason_decides_no_mode():
     with ScriptedModelServer(latency=0.1) as server:
-        server.add(status=503, times=1)  # the probe: not a format rejection, so it decides no mode
+        server.add(status=503, times=1)  # not a format rejection: it decides no mode
         client = ModelClient(api_base=server.base_url, backoff=0.0, max_retries=0)
 
         async def first_calls():
@@ -88,7 +89,7 @@ def test_waiters_on_a_probe_that_failed_for_another_reason_probe_at_once_each_fo
         results = asyncio.run(first_calls())
         port = server.port
     assert sum(isinstance(r, ModelError) for r in results) == 1
-    assert len(server.requests) == 6 and server.max_in_flight == 5
+    assert len(server.requests) == 6 and formats(server) == ["json_schema"] * 6 and server.max_in_flight == 6
     assert client.output_modes() == {f"127.0.0.1:{port}|openai/a": "json_schema"}
 
 

@@ -109,7 +109,7 @@ def test_votes_screening_and_stability_end_to_end_on_the_offline_demo(tmp_path, 
     from tests.conftest import SPECS
 
     # Which episode the demo's sampled votes split follows a hash of the prompts: a prompt change may move it.
-    specs = [str(SPECS / f"{name}.yaml") for name in ("faust", "earnest", "black-pirate")]
+    specs = [str(SPECS / f"{name}.yaml") for name in ("faust", "earnest", "big-parade")]
     assert main(["demo", "--specs", *specs, "--player", "adversarial", "--audit-votes", "3", "--max-turns", "20",
                  "--max-error-rate", "1", "--out", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out

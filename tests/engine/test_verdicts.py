@@ -64,7 +64,7 @@ def test_the_confirmation_prompt_sees_the_trajectory(play, caligari, ncp_model_s
     ncp_model_server.add(step="conflict_check", contains="TURN 3.", reply=CONFLICT)
     play(caligari, RESPONSES)
     (confirm,) = [r for r in ncp_model_server.requests if r.step == "conflict_confirmation"]
-    assert "PLOT (the reference trajectory, in order)" in confirm.text and "PLOT POSITION" in confirm.text
+    assert "PLOT (in order)" in confirm.text and "PLOT POSITION" in confirm.text
     assert all(f"[{node.id}]" in confirm.text for node in caligari.trajectory)
 
 

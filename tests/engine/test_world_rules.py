@@ -31,7 +31,7 @@ def test_the_prompts_name_every_settled_commitment_and_say_the_rest_are_pending(
     ctx = TurnContext(spec=caligari, turn=2, player_input="I wait.", response="The lamps gutter.",
                       facts=FactLedger.from_initial((f.id, f.text) for f in caligari.initial_facts).active(),
                       node_index=0, commitment_states=states, previous_response=None, trigger_turn=None)
-    text = render("fact_update", **LLMAuditor(client=None, model="m")._variables(ctx))[1]["content"]  # type: ignore[arg-type]
+    text = render("conflict_check", **LLMAuditor(client=None, model="m")._variables(ctx))[1]["content"]  # type: ignore[arg-type]
     assert "COMMITMENT STATES: [C6] SATISFIED, every other one PENDING" in text
 
 
