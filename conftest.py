@@ -1,29 +1,12 @@
-"""Repo-level fixtures shared by tests/ and example_tests/.
+"""Repo-level settings shared by tests/ and example_tests/.
 
-The examples run offline in CI: every model call (narrator and auditor) goes to the bundled scripted
-model server instead of a provider. A studio's own conftest would leave ``ncp_api_base`` alone and
-pass ``--ncp-auditor-model`` / API keys for a real auditor.
+The examples need nothing from here: they run offline in any project where pytest-ncp is installed
+(each test that uses the ``ncp_model_server`` fixture has its model calls answered by that scripted
+server; tests/packaging/test_examples.py runs a copy of example_tests/ without this file).
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Iterator
-
-import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-ROOT = Path(__file__).resolve().parent
-
-
-@pytest.fixture
-def ncp_api_base(ncp_model_server) -> str:
-    """Route the examples' model calls to the scripted server started for each test."""
-    return ncp_model_server.base_url
-
-
-@pytest.fixture
-def specs_dir() -> Path:
-    return ROOT / "specs"

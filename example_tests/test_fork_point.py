@@ -28,13 +28,13 @@ def slips_at_turn_3(third_input):
 
 
 @pytest.fixture
-def failing_trace(run_episode, load_spec, specs_dir, ncp_model_server):
+def failing_trace(run_episode, load_spec, ncp_model_server):
     """A nightly run's trace, recorded here: the studio's model slips at turn 3."""
-    spec = load_spec(specs_dir / "caligari.yaml")
+    spec = load_spec("ncp-bench/caligari.yaml")
     ncp_model_server.add(role="narrator", reply=slips_at_turn_3(spec.scripted_inputs[2]))
     # opening("narration"): the narration's data block in the audit prompt (its delimiter changes per call).
     ncp_model_server.add(step="conflict_check", regex=opening("narration") + r"[^<]*Alan laughs", reply=CONFLICT)
-    result = run_episode(specs_dir / "caligari.yaml", max_turns=5)
+    result = run_episode("ncp-bench/caligari.yaml", max_turns=5)
     assert result.failure is not None and result.failure.turn == 3
     return result.trace
 

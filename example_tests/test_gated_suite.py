@@ -14,9 +14,9 @@ from pytest_ncp.testing import install_demo_script
 SPECS = ["caligari", "nosferatu", "metropolis", "the-general", "gold-rush", "dracula"]
 
 
-def test_gate_over_a_spec_suite(ncp_model_server, specs_dir, tmp_path):
+def test_gate_over_a_spec_suite(ncp_model_server, tmp_path):
     install_demo_script(ncp_model_server)
-    specs, errors = load_specs([specs_dir / f"{name}.yaml" for name in SPECS])
+    specs, errors = load_specs([f"ncp-bench/{name}.yaml" for name in SPECS])  # the benchmark installed with the package
     assert not errors
     config = RunConfig(narrator="studio_narrator:StudioNarrator", auditor_model="openai/demo-auditor",
                        api_base=ncp_model_server.base_url, max_turns=12)

@@ -19,10 +19,10 @@ def ncp_narrator():
 
 
 @pytest.mark.ncp(max_turns=4)
-def test_scripted_opening_survives(run_episode, scripted_player, specs_dir, ncp_model_server):
+def test_scripted_opening_survives(run_episode, scripted_player, ncp_model_server):
     ncp_model_server.add(role="narrator", reply="The fair's lanterns swing as you walk, and Alan hums beside you.")
     player = scripted_player(["I walk to the fair with Alan.", "I look for the showman's booth."])
-    result = run_episode(specs_dir / "caligari.yaml", player=player)
+    result = run_episode("ncp-bench/caligari.yaml", player=player)
     assert_no_conflict(result)
     assert_termination(result, "script_exhausted")
     # The studio's prompt template reached the model, with the spec filled in.
@@ -30,19 +30,21 @@ def test_scripted_opening_survives(run_episode, scripted_player, specs_dir, ncp_
     assert "game master of \"The Cabinet of Dr. Caligari\"" in first.text
 
 
-def test_narrator_that_kills_alan_early_is_caught(run_episode, specs_dir, ncp_model_server):
+def test_narrator_that_kills_alan_early_is_caught(run_episode, ncp_model_server):
     ncp_model_server.add(role="narrator", reply="Alan lies dead in the street before the fair even opens.")
     ncp_model_server.add(step="conflict_check", reply={"conflicts": [{
         "type": "fact", "fact_ids": ["F2"], "commitment_ids": [], "quote": "Alan lies dead",
         "explanation": "F2 says Alan is alive; nothing in the story has killed him yet."}]})
-    result = run_episode(specs_dir / "caligari.yaml", max_turns=3)
+    result = run_episode("ncp-bench/caligari.yaml", max_turns=3)
     assert_termination(result, "conflict:fact")
     assert result.failure.turn == 1 and result.failure.fact_ids == ["F2"]
 
 
-def test_the_sleepwalker_rule_holds(run_episode, specs_dir, ncp_model_server):
-    # C1: Cesare acts only at Caligari's command. A narration that keeps him obedient must not
-    # be flagged, and the rule then holds through the episode.
+def test_the_sleepwalker_rule_holds(run_episode, load_spec, ncp_model_server):
+    # C2: Cesare moves and speaks only at Caligari's command. A narration that keeps him obedient must
+    # not be flagged, and the rule then holds through the episode.
     ncp_model_server.add(role="narrator", reply="Cesare stands motionless until the showman taps the cabinet.")
-    result = run_episode(specs_dir / "caligari.yaml", player=["I watch the cabinet."], max_turns=2)
-    assert_commitment(result, "C1", "HELD")
+    result = run_episode("ncp-bench/caligari.yaml", player=["I watch the cabinet."], max_turns=2)
+    assert_commitment(result, "C2", "HELD")
+    rule = next(c for c in load_spec("ncp-bench/caligari.yaml").commitments if c.id == "C2")
+    assert "Cesare" in rule.text and "command" in rule.text  # the rule this test is about

@@ -18,13 +18,13 @@ class FixedTranscript:
         return TRANSCRIPT[context.turn - 1][1]
 
 
-def test_verdicts_on_a_fixed_transcript(run_episode, specs_dir, ncp_model_server, ncp_snapshot):
+def test_verdicts_on_a_fixed_transcript(run_episode, ncp_model_server, ncp_snapshot):
     ncp_model_server.add(step="fact_update", contains="TURN 2.", reply={
         "added": [{"text": "A hunched showman in a top hat exhibits a sleepwalker.", "quote": "hunched man in a top hat"}],
         "negated": []})
     ncp_model_server.add(step="trajectory_update", contains="TURN 2.", reply={
         "trigger_event_occurred": True, "key_delta_occurred": True, "evidence": "invites you to see his sleepwalker"})
-    result = run_episode(specs_dir / "caligari.yaml", narrator=FixedTranscript(),
+    result = run_episode("ncp-bench/caligari.yaml", narrator=FixedTranscript(),
                          player=ScriptedPlayer([said for said, _ in TRANSCRIPT]), max_turns=2)
     assert result.verdicts == ncp_snapshot
     assert result == ncp_snapshot

@@ -86,3 +86,8 @@ def lint(text: str) -> list:
 
 def line_of(text: str, fragment: str) -> int:
     return next(i for i, line in enumerate(text.splitlines(), 1) if fragment in line)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "packaging: builds the wheel and runs it from a fresh environment (slow; "
+                                       "select with -m packaging)")

@@ -46,12 +46,14 @@ def catalog_markdown(specs: Sequence[NarrativeSpec], base: str | Path | None = N
     primary = Counter(s.genres[0] for s in specs)
     secondary = Counter(s.genres[1] for s in specs)
     media = Counter(s.source.medium for s in specs)
-    years = [s.source.year for s in specs]
+    years = [s.source.year for s in specs if s.source.year is not None]  # an original world may give none
 
     out = [_INTRO]
     if specs:
-        kinds = ", ".join(f"{media[m]} {m}{'s' if media[m] != 1 else ''}" for m in ("film", "book", "play") if media[m])
-        out.append(f"{len(specs)} specs ({kinds}), from {min(years)} to {max(years)}.\n")
+        kinds = ", ".join(f"{media[m]} {m}{'s' if media[m] != 1 else ''}"
+                          for m in ("film", "book", "play", "game", "story") if media[m])
+        span = f", from {min(years)} to {max(years)}" if years else ""
+        out.append(f"{len(specs)} specs ({kinds}){span}.\n")
 
     out.append("## Genre coverage\n")
     out.append("| genre | as primary | as secondary | total |")
@@ -71,7 +73,7 @@ def catalog_markdown(specs: Sequence[NarrativeSpec], base: str | Path | None = N
         if base is not None and s.path is not None:
             ident = f"[{s.id}]({Path(os.path.relpath(s.path, base)).as_posix()})"
         commitments = f"{len(s.commitments)} ({counts['invariant']}/{counts['ordering']}/{counts['achievement']})"
-        out.append(f"| {ident} | {_cell(s.title)} | {s.source.year} | {s.source.medium} | "
+        out.append(f"| {ident} | {_cell(s.title)} | {s.source.year or ''} | {s.source.medium} | "
                    f"{s.genres[0]} / {s.genres[1]} | {_cell(s.player.name)} | {len(s.initial_facts)} | "
                    f"{commitments} | {len(s.trajectory)} | {len(s.scripted_inputs)} |")
     return "\n".join(out) + "\n"

@@ -16,7 +16,8 @@ REVIEW_CHECKS: dict[str, str] = {
     "commitments-auditable-from-one-response": "each commitment can be judged from one narrator response",
     # The source re-review of benchmark v3: a finding names its class as a prefix, e.g.
     # "true-to-source: node inn-castle comes after sheep-armies; in the novel it comes before".
-    "true-to-source": "synopsis, facts, nodes and commitments agree with the work (order, who, what, where)",
+    "true-to-source": "synopsis, facts, nodes and commitments agree with the work (order, who, what, where); "
+                      "retellings only",
     "delta-not-player-choice": "no key delta is the player character's own decision, oath, feeling or conclusion",
     "inputs-assume-no-unshown-event": "no scripted input presupposes a thing or event the narrator has not yet "
                                       "shown (the card, the note, the man at my table)",
@@ -96,7 +97,8 @@ def outline(spec: NarrativeSpec) -> str:
     kinds = Counter(c.kind for c in spec.commitments)
     src = spec.source
     lines = [
-        f"{spec.id}: {spec.title} ({src.medium}, {src.year}; {spec.genres[0]} / {spec.genres[1]})",
+        f"{spec.id}: {spec.title} ({', '.join(str(p) for p in (src.medium, src.year) if p is not None)}; "
+        f"{spec.genres[0]} / {spec.genres[1]})",
         f"player: {spec.player.name}",
         f"{len(spec.initial_facts)} initial fact(s), {len(spec.commitments)} commitment(s) ("
         + ", ".join(f"{kinds[k]} {k}" for k in ("invariant", "ordering", "achievement")) + "), "

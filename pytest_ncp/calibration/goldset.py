@@ -1,6 +1,6 @@
 """The gold set: narrator turns with the answer a correct auditor gives at every audit step.
 
-Layout of a set directory (default ``calibration/``)::
+Layout of a set directory (default ``ncp-gold``: the repository's ``calibration/``, installed with the package)::
 
     specs/<spec-id>.yaml     frozen copies of the specs the cases use (ids never move under them)
     cases/<spec-id>.yaml     the story points and labelled cases of one spec
@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from ..core.bundled import GOLD, BundledDataMissing, resolve
 from ..core.wire import CONFLICT_TYPES
 from ..engine.auditor import TurnContext
 from ..core.ledger import FactLedger
@@ -59,7 +60,7 @@ from ..core.quotes import check_quote
 from ..prompts import shown
 from ..core.spec import NarrativeSpec, SpecError, _line_map, _nearest_line, load_spec
 
-DEFAULT_SET = "calibration"
+DEFAULT_SET = GOLD  # the gold set installed with the package (core/bundled.py); the repository's calibration/
 # The paper's hard cases; every case may carry any of them.
 HARD_TAGS: dict[str, str] = {
     "state-change": "a fact changes through an event the story shows (not a conflict)",
@@ -197,7 +198,10 @@ def _squash(text: str) -> str:
 
 def load_gold_set(directory: str | Path = DEFAULT_SET) -> GoldSet:
     """Load every case file under ``directory/cases``; problems are collected (``path:line: message``)."""
-    root = Path(directory)
+    try:
+        root = resolve(directory)
+    except BundledDataMissing as exc:
+        raise GoldSetError(str(exc)) from None
     cases_dir = root / "cases"
     if not cases_dir.is_dir():
         raise GoldSetError(f"{root}: not a gold set (expected {cases_dir}/ with case files and {root / 'specs'}/ "

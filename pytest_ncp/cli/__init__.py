@@ -1,5 +1,6 @@
 """The ``ncp`` command: the same engine as the pytest plugin, without pytest.
 
+    ncp init                       write a starter project (narrator stub, a spec, pytest setup, CI)
     ncp validate specs/            check every spec (path:line: field: message), exit 1 on problems
     ncp schema                     JSON Schema of the spec format
     ncp run --narrator M:A ...     play, audit and score episodes; writes DIR/results.json + traces
@@ -19,10 +20,12 @@ from typing import Sequence
 
 from .common import EXIT_INTERRUPTED, EXIT_USAGE
 
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for `yes | head`'s writer
+
 # One module per sub-command, each with ``register(subparsers)`` that adds it (with
 # ``set_defaults(func=...)``), in the order ``ncp --help`` lists them; heavy imports stay inside the
 # command functions, so ``ncp --help`` is quick.
-COMMAND_MODULES: tuple[str, ...] = ("validate", "schema", "run", "demo", "lint", "catalog", "report", "specs",
+COMMAND_MODULES: tuple[str, ...] = ("init", "validate", "schema", "run", "demo", "lint", "catalog", "report", "specs",
                                     "compare", "reaudit", "stability", "review", "merge", "doctor", "calibrate",
                                     "fork", "failures", "history")
 
@@ -42,10 +45,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # here, not at exit: a reader that went away (`| head`) is handled below
+        return code
     except KeyboardInterrupt:
         print("interrupted: results.json and traces hold every finished episode and turn", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader of our output closed it (`ncp report ... | head`): stop quietly, as a program killed by
+        # SIGPIPE would, with its exit code. stdout goes to devnull so the flush at exit cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 class _HelpFormatter(argparse.HelpFormatter):

@@ -113,7 +113,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             print(f"  from playthroughs: {len(live)} case(s) on {len({c.spec.id for c in live})} live spec(s), "
                   f"{edits} violation(s) as minimal edits")
         reviewed = {f: r for f, r in gold.reviews.items() if r.get("status") == "reviewed"}
-        files = len(list((Path(args.gold) / "cases").glob("*.yaml")))
+        files = len(list((gold.directory / "cases").glob("*.yaml")))
         print(f"  review: {len(reviewed)} of {files} case file(s) reviewed"
               + "".join(f"\n    {f}: {r.get('reviewer')} ({r.get('date')}): {r.get('notes') or ''}".rstrip()
                         for f, r in sorted(reviewed.items())))

@@ -228,6 +228,13 @@ def cmd_review(args: argparse.Namespace) -> int:
         print(f"{len(notices)} notice(s) (not failures):")
         for f in notices:
             print(f"  {f}")
+    from ..core.terms import RETELLING_ONLY_CHECKS
+
+    original = spec is not None and spec.source.kind == "original"
+    moot = [c for c in args.checked if original and c in RETELLING_ONLY_CHECKS]
+    if moot:
+        return usage(f"--checked {moot[0]!r} is about a retold work; {path} describes an original world "
+                     "(source.kind: original), which is its own canon", "ncp specs")
     if not args.approve:
         return EXIT_FAILED if findings else EXIT_OK
     if findings and not args.force:
@@ -238,7 +245,8 @@ def cmd_review(args: argparse.Namespace) -> int:
 
     earlier = spec.review if spec is not None and spec.review is not None else None
     review: dict[str, Any] = {"status": "reviewed", "reviewer": args.reviewer.strip(), "date": _dt.date.today(),
-                              "checklist": [*RULES, *dict.fromkeys(args.checked)]}
+                              "checklist": [*(r for r in RULES if not (original and r in RETELLING_ONLY_CHECKS)),
+                                            *dict.fromkeys(args.checked)]}
     for key, new in (("findings", args.finding), ("fixes", args.fix)):
         items = [*(getattr(earlier, key) if earlier else []), *(t.strip() for t in new if t.strip())]
         if items:

@@ -26,6 +26,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
+from .bundled import NAMES as BUNDLED_NAMES
+from .bundled import BundledDataMissing, resolve as resolve_bundled
+
 # --- what the values may be ----------------------------------------------------------------------
 
 PLAYER_KINDS: tuple[str, ...] = ("scripted", "adversarial", "natural")
@@ -66,6 +69,16 @@ Parser = Callable[[Any], Any]
 
 def text(raw: Any) -> str:
     return str(raw)
+
+
+def path_or_bundled(raw: Any) -> str:
+    """A path, or the name of data bundled with the package (``ncp-bench``, ``ncp-gold``: core/bundled.py),
+    which stands for its folder. A bundled folder that is not installed stays a name: the check that the path
+    exists then says so."""
+    try:
+        return str(resolve_bundled(str(raw)))
+    except BundledDataMissing:
+        return str(raw)
 
 
 def flag(raw: Any) -> bool:
@@ -287,8 +300,9 @@ class Option:
             return _with_flags(self.shown_default, front)
         if default is None or default in ((), "") or self.kind == FLAG:
             return None
-        if self.relative_default:  # pytest: in the rootdir; ncp: in the working directory
-            return " ".join(f"./{d}" for d in ([default] if isinstance(default, str) else default))
+        if self.relative_default:  # pytest: in the rootdir; ncp: in the working directory (a bundled name: anywhere)
+            return " ".join(d if d in BUNDLED_NAMES else f"./{d}"
+                            for d in ([default] if isinstance(default, str) else default))
         if isinstance(default, (list, tuple)):
             return " ".join(map(str, default))
         if isinstance(default, float) and default.is_integer():
@@ -319,8 +333,8 @@ def _not(value: Any) -> bool:
 OPTIONS: tuple[Option, ...] = (
     Option("narrator", text, None, "narrator under test as module:Attr (e.g. my_agent:Narrator or "
            "pytest_ncp.narrators:LLMNarrator)", config=FINGERPRINT, ncp_required=True, metavar="MODULE:ATTR"),
-    Option("specs", text, ("specs",), "spec files or directories", kind=PATHS, metavar="PATH",
-           relative_default=True),
+    Option("specs", path_or_bundled, ("specs",), "spec files or directories; ncp-bench: the NCP-Bench specs "
+           "installed with the package", kind=PATHS, metavar="PATH", relative_default=True, defaults={"demo": ("ncp-bench",)}),
     Option("player", choice("player", PLAYER_KINDS), "scripted", "who plays: the spec's scripted inputs, or an "
            "LLM-simulated player (needs {player-model})", config=FINGERPRINT,
            metavar="{" + ",".join(PLAYER_KINDS) + "}"),
@@ -442,8 +456,8 @@ OPTIONS: tuple[Option, ...] = (
            "with the same auditor; they never touch episode results (0: off)", metavar="K"),
     Option("min-canary-recall", share, 0.8, "with {canaries}: fail when the auditor catches fewer canary "
            "violations, or passes fewer clean canaries, than this share", metavar="R"),
-    Option("canary-set", text, "calibration", "gold set the canaries come from", metavar="DIR",
-           relative_default=True),
+    Option("canary-set", path_or_bundled, "ncp-gold", "gold set the canaries come from (ncp-gold: the one "
+           "installed with the package)", metavar="DIR"),
     Option("canary-seed", whole(0), 0, "seed of the canary sample: the same seed and set give the same canaries",
            metavar="N"),
     # --- pytest only: stored failures, the offline demo ---

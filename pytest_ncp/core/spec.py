@@ -9,14 +9,14 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Annotated, Any, Iterable, Literal, Mapping, Sequence, Union
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, ValidationError, field_validator
 
 from .findings import Finding
 from .ledger import FactLedger
 from .quotes import check_quote, words
-from .terms import COMMITMENT_KINDS, GENRES, ID_MAX_LENGTH, ID_PATTERN, MEDIA
+from .terms import COMMITMENT_KINDS, GENRES, ID_MAX_LENGTH, ID_PATTERN, MEDIA, ORIGINAL_MEDIA, SOURCE_KINDS
 from .world_rules import default_rules
 
 Id = Field(pattern=ID_PATTERN, min_length=1, max_length=ID_MAX_LENGTH)
@@ -30,6 +30,9 @@ class _Model(BaseModel):
 
 
 class Source(_Model):
+    """A retelling of a published film, book or play (the benchmark's specs). ``kind`` may be left out."""
+
+    kind: Literal["retelling"] = "retelling"
     work: str = Field(min_length=1, description="Title of the film, book or play the spec retells.")
     year: int = Field(ge=1000, le=2100)
     medium: Literal[MEDIA]  # type: ignore[valid-type]
@@ -39,6 +42,29 @@ class Source(_Model):
                     "e.g. 'US public domain: published 1925, before 1930' or 'copyright not renewed (1948 film); "
                     "the 1939 novel ...'. Optional for the schema; `ncp lint` flags a spec without it.",
     )
+
+
+class OriginalSource(_Model):
+    """A world of your own: your studio's game or an original story. No rights to explain, no work to be
+    true to: the spec itself is the canon the narrator must keep."""
+
+    kind: Literal["original"]
+    work: str = Field(min_length=1, description="Your game's (or story's) title.")
+    studio: str = Field(min_length=1, description="Who owns the world: your studio, team or the author.")
+    medium: Literal[ORIGINAL_MEDIA] = Field(  # type: ignore[valid-type]
+        default="game", description="game (the default) or story.")
+    year: int | None = Field(default=None, ge=1000, le=2100, description="Optional: the year of the release "
+                                                                             "or draft this spec describes.")
+
+
+def _source_kind(value: Any) -> str:
+    kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
+    return "retelling" if kind is None else str(kind)
+
+
+# ``kind`` picks the shape; a spec without it is a retelling, as every spec was before originals existed.
+AnySource = Annotated[Union[Annotated[Source, Tag("retelling")], Annotated[OriginalSource, Tag("original")]],
+                      Discriminator(_source_kind)]
 
 
 class PlayerCharacter(_Model):
@@ -159,7 +185,7 @@ class NarrativeSpec(_Model):
 
     id: str = Id
     title: str = Field(min_length=1)
-    source: Source
+    source: AnySource
     genres: list[Literal[GENRES]] = Field(  # type: ignore[valid-type]
         min_length=2, max_length=2, description="Primary and secondary genre, from the fixed list of 18."
     )
@@ -231,7 +257,10 @@ class NarrativeSpec(_Model):
     def _hashed(self) -> dict[str, Any]:
         # A spec without a playthrough hashes as it did before the field existed, so recorded runs still resume.
         exclude = {"review"} if self.playthrough is not None else {"review", "playthrough"}
-        return self.model_dump(mode="json", exclude=exclude)
+        data = self.model_dump(mode="json", exclude=exclude)
+        if data["source"].get("kind") == "retelling":  # likewise a retelling, from before source kinds existed
+            del data["source"]["kind"]
+        return data
 
     @property
     def fingerprint(self) -> str:
@@ -324,7 +353,9 @@ def parse_spec(text: str, path: str = "<string>") -> NarrativeSpec:
         spec = NarrativeSpec.model_validate(data)
     except ValidationError as exc:
         for err in exc.errors():
-            loc = tuple(err["loc"])
+            loc = _untagged(tuple(err["loc"]))
+            if err.get("type") == "union_tag_invalid":  # the tag is source.kind: point at that line
+                loc += ("kind",)
             problems.append(SpecProblem(path, _nearest_line(lines, loc), _field_name(loc), _message(err)))
         problems.extend(_cross_checks(data, path, lines))
         raise SpecError(sorted(_dedupe(problems), key=lambda p: p.line or 0)) from None
@@ -339,10 +370,15 @@ def parse_spec(text: str, path: str = "<string>") -> NarrativeSpec:
 
 
 def spec_files(paths: Iterable[str | Path]) -> list[Path]:
-    """Expand files and directories into a sorted list of spec files (``*.yaml`` / ``*.yml``)."""
+    """Expand files and directories (or ``ncp-bench``) into a sorted list of spec files (``*.yaml`` / ``*.yml``)."""
+    from .bundled import BundledDataMissing, resolve
+
     found: set[Path] = set()
     for raw in paths:
-        p = Path(raw)
+        try:
+            p = resolve(raw)  # ncp-bench: the specs installed with the package
+        except BundledDataMissing as exc:
+            raise SpecError([SpecProblem(str(raw), None, "<file>", str(exc))]) from None
         if p.is_dir():
             found.update(q for q in p.rglob("*") if q.suffix in (".yaml", ".yml") and q.is_file())
         elif p.exists():
@@ -576,6 +612,13 @@ def _nearest_line(lines: dict[tuple[Any, ...], int], loc: tuple[Any, ...]) -> in
         loc = loc[:-1]
 
 
+def _untagged(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    """``("source", "original", "studio")`` -> ``("source", "studio")``: the union's tag is no YAML field."""
+    if len(loc) > 2 and loc[0] == "source" and loc[1] in SOURCE_KINDS:
+        return loc[:1] + loc[2:]
+    return loc
+
+
 def _field_name(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
@@ -592,6 +635,8 @@ def _message(err: Mapping[str, Any]) -> str:
         return "required field is missing"
     if kind == "extra_forbidden":
         return "unknown field (check the spelling; `ncp schema` lists the fields)"
+    if kind == "union_tag_invalid":
+        return f"got {err.get('ctx', {}).get('tag')!r}; expected one of {', '.join(map(repr, SOURCE_KINDS))}"
     if kind == "literal_error":
         expected = err.get("ctx", {}).get("expected", "")
         return f"got {err.get('input')!r}; expected one of {expected}"

@@ -39,7 +39,7 @@ STORY_RULES: dict[str, str] = {
                                      "word new to the last node an achievement depends on",
     "too-few-inputs": f"fewer than {MIN_SCRIPTED_INPUTS} scripted inputs: a scripted run never reaches turn 20",
     "missing-public-domain": "`source.public_domain` is missing: say why the work (and any work it adapts) is "
-                             "free to use",
+                             "free to use (retellings only: an original world has nothing to explain)",
     "restates-world-rule": "an invariant restates a shared default world rule ('the dead stay dead'): drop it, "
                            "the auditor applies the default to every spec",
 }
@@ -346,7 +346,10 @@ def _too_few_inputs(cx: Context) -> list[LintFinding]:
 
 
 def _missing_public_domain(cx: Context) -> list[LintFinding]:
-    if cx.spec.source.public_domain and cx.spec.source.public_domain.strip():
+    source = cx.spec.source
+    if source.kind == "original":  # a studio's own world: there are no rights to explain
+        return []
+    if source.public_domain and source.public_domain.strip():
         return []
     return [cx.finding("missing-public-domain", ("source",), (
         "source.public_domain is missing: say why the work, and any work it adapts, is free to use (e.g. "

@@ -18,8 +18,8 @@ from ..core.config import episode_key
 from ..core.exit_codes import EXIT_COST_CAP, EXIT_ERROR_BUDGET
 from . import options
 from .fixtures import (  # noqa: F401 - fixtures register through the plugin module
-    load_spec, ncp_api_base, ncp_auditor, ncp_client, ncp_fork, ncp_model_server, ncp_narrator, ncp_settings,
-    ncp_snapshot, run_episode, scripted_player,
+    load_spec, ncp_api_base, ncp_auditor, ncp_client, ncp_demo_server, ncp_fork, ncp_model_server, ncp_narrator,
+    ncp_settings, ncp_snapshot, run_episode, scripted_player,
 )
 from .options import SETTINGS_KEY
 from .session import SESSION_KEY, NcpSession
@@ -27,6 +27,12 @@ from .session import SESSION_KEY, NcpSession
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_options(parser)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hooks
+
+    pluginmanager.add_hookspecs(hooks)
 
 
 def _xdist_workers(config: pytest.Config) -> int:
@@ -51,6 +57,9 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "a hand-written test, overrides run_episode settings (max_turns, player, ...)")
     settings = options.resolve(config)
     config.stash[SETTINGS_KEY] = settings
+    from .collect import bundled_args
+
+    bundled_args(config, settings.specs)
     if not settings.enabled:
         return
     if settings.options.get("estimate"):
@@ -67,7 +76,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
     stop_file = getattr(config, "workerinput", {}).get(STOP_FILE_KEY)  # --ncp-sequential under xdist
     ncp = config.stash[SESSION_KEY] = NcpSession(settings, is_worker=is_worker, trace_root=trace_root,
-                                                 workers=_xdist_workers(config), stop_file=stop_file)
+                                                 workers=_xdist_workers(config), stop_file=stop_file,
+                                                 hook=config.hook)
     config.pluginmanager.register(_ReportListener(ncp), "ncp-reports")
     from .collect import add_default_spec_paths
 

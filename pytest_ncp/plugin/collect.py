@@ -377,3 +377,18 @@ class ForkItem(_NcpItem):
             raise NarrativeFailure(printable("\n".join(
                 [f"{self.name}: still failing: {len(bad)} of {len(outcome.results)} sample(s) at turn "
                  f"{self.stored.turn} ({self.stored.path})", *outcome.lines()[1:]])))
+
+
+def bundled_args(config: pytest.Config, specs: list[Path]) -> None:
+    """``pytest ncp-bench`` (or ``ncp-bench/caligari.yaml``, a node id in it): the benchmark installed with the
+    package, named like a path in any directory. The argument becomes the installed folder and, like
+    ``--ncp-specs=ncp-bench``, a spec path (``specs`` is the session's list of them)."""
+    from ..core.bundled import BENCH, bundled_folder, bundled_name, resolve
+
+    for i, arg in enumerate(config.args):
+        path, sep, rest = arg.partition("::")
+        if bundled_name(path) != BENCH or Path(path).is_absolute():
+            continue
+        config.args[i] = str(resolve(path)) + sep + rest
+        if bundled_folder(BENCH) not in specs:
+            specs.append(bundled_folder(BENCH))

@@ -9,6 +9,7 @@ import pytest
 
 from . import options
 from .options import SETTINGS_KEY
+from .session import SESSION_KEY
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
@@ -38,9 +39,29 @@ def ncp_model_server() -> Iterator[ScriptedModelServer]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def ncp_demo_server(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The scripted server of ``--ncp-demo`` (the demo script plus conftest.py's ``pytest_ncp_demo_server``
+    rules), the one the session's spec episodes use."""
+    ncp = request.config.stash.get(SESSION_KEY, None)
+    if ncp is not None:
+        yield ncp.demo_server()  # stopped with the session
+        return
+    from .session import start_demo_server
+
+    server = start_demo_server(request.config.hook)
+    yield server
+    server.stop()
+
+
 @pytest.fixture
-def ncp_api_base(ncp_settings: options.Settings) -> str | None:
-    """Endpoint for every role; override it (e.g. with ``ncp_model_server.base_url``) to test offline."""
+def ncp_api_base(request: pytest.FixtureRequest, ncp_settings: options.Settings) -> str | None:
+    """Endpoint for every role of a hand-written test: the test's own ``ncp_model_server`` when it uses that
+    fixture (its rules answer), else under ``--ncp-demo`` the demo's scripted server, else ``--ncp-api-base``."""
+    if "ncp_model_server" in request.fixturenames:
+        return str(request.getfixturevalue("ncp_model_server").base_url)
+    if ncp_settings.demo:
+        return str(request.getfixturevalue("ncp_demo_server").base_url)
     return ncp_settings.run.api_base
 
 
@@ -97,11 +118,13 @@ def scripted_player() -> Callable[[Sequence[str]], ScriptedPlayer]:
 
 @pytest.fixture
 def load_spec(request: pytest.FixtureRequest) -> Callable[[str | Path], NarrativeSpec]:
-    """``load_spec("specs/caligari.yaml")`` (relative to the rootdir) -> a validated NarrativeSpec."""
+    """``load_spec("specs/caligari.yaml")`` (relative to the rootdir; ``ncp-bench/caligari.yaml``: the
+    benchmark's spec installed with the package) -> a validated NarrativeSpec."""
+    from ..core.bundled import resolve
     from ..core.spec import load_spec as _load
 
     def load(path: str | Path) -> NarrativeSpec:
-        p = Path(path)
+        p = resolve(path)
         return _load(p if p.is_absolute() or p.exists() else Path(request.config.rootpath) / p)
 
     return load

@@ -172,6 +172,10 @@ def resolve(config: pytest.Config) -> Settings:
         if option.relative_default and not opts.given(option.name) and opts[option.name]:
             value = opts[option.name]
             opts.values[option.name] = [root / v for v in value] if option.kind == PATHS else str(root / value)
+    if not opts.given("specs") and config.args_source == pytest.Config.ArgsSource.ARGS:
+        # Paths on the command line say what runs (`pytest ncp-bench` in a project without ./specs): a default
+        # spec folder that does not exist is simply not there, not a mistake.
+        opts.values["specs"] = [p for p in opts["specs"] if Path(p).exists()]
     run = RunConfig.from_options(opts)
     seed = getattr(config, "workerinput", {}).get(SEED_KEY)
     if seed is not None:  # an xdist worker: the controller's seed (it drew one for a sequential run)

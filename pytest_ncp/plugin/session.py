@@ -26,9 +26,22 @@ if TYPE_CHECKING:
     from ..core.spec import NarrativeSpec
 
 
+def start_demo_server(hook: Any) -> Any:
+    """A started scripted server answering every role with the demo script, then with the rules of the
+    project's ``pytest_ncp_demo_server`` hooks (``plugin/hooks.py``), which win over the demo's."""
+    from ..testing import ScriptedModelServer
+    from ..testing.demo import install_demo_script
+
+    server = ScriptedModelServer().start()
+    install_demo_script(server)
+    if hook is not None:
+        hook.pytest_ncp_demo_server(server=server)
+    return server
+
+
 class NcpSession:
     def __init__(self, settings: Settings, *, is_worker: bool, trace_root: Path, workers: int = 0,
-                 stop_file: str | None = None):
+                 stop_file: str | None = None, hook: Any = None):
         from .sequential import SessionStop
 
         self.settings = settings
@@ -48,6 +61,7 @@ class NcpSession:
         self._collected: dict[str, NarrativeSpec] = {}  # the spec set of results.json's provenance
         self._background: BackgroundRunner | None = None
         self._server: Any = None
+        self.hook = hook  # pytest's hook relay: conftest.py's pytest_ncp_demo_server scripts the demo's models
         self._canaries: Any = None  # future of the auditor canaries (controller only)
         self.canary_summary: dict[str, Any] | None = None
         self.canary_error: str | None = None
@@ -88,12 +102,7 @@ class NcpSession:
                 config = replace(config, max_cost=cap_share(config.max_cost, self.workers,
                                                             canaries_apart=bool(self.settings.canaries)))
             if self.settings.demo:
-                from ..testing import ScriptedModelServer
-                from ..testing.demo import install_demo_script
-
-                self._server = ScriptedModelServer().start()
-                install_demo_script(self._server)
-                config = replace(config, api_base=self._server.base_url)
+                config = replace(config, api_base=self.demo_server().base_url)
             assert config.narrator, "spec tests are only collected with a narrator"
             runner = Runner(config, out_dir=self.trace_root, write_results=False,
                             narrator_factory=load_narrator(config.narrator))
@@ -103,6 +112,12 @@ class NcpSession:
                 self._resume(runner)
             self._background = BackgroundRunner(runner)
         return self._background
+
+    def demo_server(self) -> Any:
+        """The scripted server of ``--ncp-demo``, one per process: spec episodes and hand-written tests share it."""
+        if self._server is None:
+            self._server = start_demo_server(self.hook)
+        return self._server
 
     def _resume(self, runner: Any) -> None:
         from ..engine.runner import ResumeMismatch
@@ -142,7 +157,7 @@ class NcpSession:
 
         s = self.settings
         try:
-            cases = pick_canaries(s.canary_set or "calibration", s.canaries, seed=s.canary_seed)
+            cases = pick_canaries(s.canary_set, s.canaries, seed=s.canary_seed)
         except GoldSetError as exc:
             self.canary_error = f"auditor canaries could not start: {exc}"
             return

@@ -71,6 +71,9 @@ class ProgressDisplay:
         print(self.status(), file=self.stream, flush=True)
 
 
+ERROR_LINE_WIDTH = 400  # an error message's first line, in an episode line; longer ones end in "…"
+
+
 def episode_line(r: EpisodeRecord) -> str:
     """One line per finished episode, for the command line."""
     what = r.termination.value
@@ -78,6 +81,7 @@ def episode_line(r: EpisodeRecord) -> str:
         ids = ",".join(r.failure.fact_ids + r.failure.commitment_ids)
         what += f" at turn {r.failure.turn}" + (f" ({ids})" if ids else "")
     elif r.error:
-        what += f" ({r.error.kind}: {one_line(r.error.message, 100)})"
+        # Whole: the fix is often at the end ("set OPENAI_API_KEY (or pass --api-base ...)").
+        what += f" ({r.error.kind}: {one_line(r.error.message, ERROR_LINE_WIDTH)})"
     return (f"{episode_name(r.spec_id, r.repeat)}: {what}; turns={r.turns} progress={r.progress:.0%} "
             f"satisfied={r.satisfied:.0%} tokens={r.tokens}")

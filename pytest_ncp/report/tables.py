@@ -173,7 +173,7 @@ def sections(rows: Sequence[Row]) -> list[Section]:
          Column("max turns", _num("max_turns")),
          *(Column(f"survival@{t}", _survival_at(t)) for t in SURVIVAL_TURNS),
          Column("avg turns", _num("avg_turns", "{:.2f}"))),
-        note="Turn limit, script end, budget (cut by --max-cost) and unknown outcomes (auditor, model, player errors) "
+        note="Turn limit, script end, budget (cut by the cost cap) and unknown outcomes (auditor, model, player errors) "
              "are censored at their last "
              "turn; narrator errors are failures. n/a (k of N reached T): fewer than half the episodes were "
              "observed up to T.",

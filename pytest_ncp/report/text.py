@@ -225,7 +225,7 @@ def metrics_table(m: Mapping[str, Any], title: str = "ncp") -> str:
         ("turn limit reached", str(m["turn_limit"])),
         ("script exhausted", str(m.get("script_exhausted", 0))),
         *((("conflict-check flags", flags),) if (flags := flags_text(m.get("flags"))) else ()),
-        *((("cut short (budget)", f"{cut} (by --max-cost; censored, not failures)"),) if cut else ()),
+        *((("cut short (budget)", f"{cut} (by the cost cap; censored, not failures)"),) if cut else ()),
         ("tokens", f"{m['tokens']:,}"),
         ("cached prompt tokens", cached_text(m)),
         ("cost", f"${m['cost_usd']:.4f}" + (f" (${m['spent_usd']:.4f} with the turns played ahead and "

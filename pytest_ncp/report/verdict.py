@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..analysis.metrics import BudgetVerdict, GateVerdict
+from ..core.options import NCP, PYTEST
 from ..analysis.verdict import (
     Baseline, Budget, Canaries, Completeness, CostCap, NarratorErrors, Part, Problems, SurvivalGate, Verdict,
 )
@@ -18,12 +19,17 @@ if TYPE_CHECKING:
     from ..analysis.sequential_run import EarlyStop
 
 
+def _flag(option: str, name: str) -> str:
+    """An option as the front end that ran the ``name`` spells it: ``--ncp-max-cost`` for a pytest session."""
+    return (PYTEST if name == "session" else NCP).flag(option)
+
+
 def budget_line(b: BudgetVerdict, name: str = "run") -> str:
     verdict = "EXCEEDED" if b.exceeded else "ok"
     over = b.rate > b.max_rate + 1e-12
     line = (f"ncp error budget {verdict}: {b.unknown} of {b.episodes} episode(s) of the {name} could not "
             f"be judged (auditor, model or player errors, player faults, split verdicts: {b.rate:.1%}) "
-            f"{'>' if over else '<='} allowed {b.max_rate:.1%} (--max-error-rate)")
+            f"{'>' if over else '<='} allowed {b.max_rate:.1%} ({_flag('max-error-rate', name)})")
     if b.vanished:
         specs = ", ".join(f"{spec} ({n} of {k})" for spec, n, k in b.vanished)
         line += (f"; and no spec may lose more than half its episodes to unknown outcomes, which would take it out "
@@ -33,11 +39,13 @@ def budget_line(b: BudgetVerdict, name: str = "run") -> str:
 
 def cost_cap_line(c: CostCap, name: str = "run") -> str:
     if not c.reached:
-        return f"ncp cost cap ok: the {name}'s episodes spent ${c.spent:.4f} of ${c.cap:.4f} (--max-cost)"
+        return (f"ncp cost cap ok: the {name}'s episodes spent ${c.spent:.4f} of ${c.cap:.4f} "
+                f"({_flag('max-cost', name)})")
     what = " and ".join(x for x in (f"{c.cut} episode(s) were cut short (budget: censored, never narrator failures)"
                                     if c.cut else "", "the auditor canaries could not finish" if c.canaries_cut
                                     else "") if x)
-    return (f"ncp cost cap REACHED: ${c.spent:.4f} spent of ${c.cap:.4f} (--max-cost); {what}, so the {name} is "
+    return (f"ncp cost cap REACHED: ${c.spent:.4f} spent of ${c.cap:.4f} ({_flag('max-cost', name)}); {what}, so "
+            f"the {name} is "
             "not the one asked for: raise the cap to finish them")
 
 
@@ -56,7 +64,7 @@ def gate_line(v: GateVerdict, name: str = "run", cut: int = 0) -> str:
         return (f"ncp survival gate FAILED: cannot decide: no episode ran in this {name}, so survival@{t} cannot "
                 "be measured")
     if not v.point.measurable:
-        why = (f"the cost cap cut {cut} episode(s) short (raise --max-cost)" if cut else
+        why = (f"the cost cap cut {cut} episode(s) short (raise {_flag('max-cost', name)})" if cut else
                "run more turns, or gate on an earlier turn")
         return (f"ncp survival gate FAILED: cannot decide: survival@{t} is {v.point.text()}; too few "
                 f"episodes were observed up to turn {t} ({why})")

@@ -33,8 +33,15 @@ def _roll(*parts: Any) -> int:
     return int(hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:8], 16)
 
 
+def _last_user_message(request: RecordedRequest) -> str | None:
+    """What the player said, from a narrator that sends it as its own last user message (no built-in prompt)."""
+    messages = [m for m in request.body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
+    content = messages[-1].get("content") if messages else None
+    return content.strip() if isinstance(content, str) and content.strip() else None
+
+
 def narrate(request: RecordedRequest) -> str:
-    action = (_tag(request.text, "player_input") or "I wait").rstrip(".!?")
+    action = (_tag(request.text, "player_input") or _last_user_message(request) or "I wait").rstrip(".!?")
     said = f"You {action[2:]}" if action.startswith("I ") else f"You act: {action}"
     return f"{said}. The world answers in kind: the people around you react, and the story moves a step further."
 
@@ -111,7 +118,11 @@ def fact_update(request: RecordedRequest) -> dict[str, Any]:
     if not narration:
         return {"added": [], "negated": []}
     first = narration.split(".")[0].strip()
-    return {"added": [{"text": first + ".", "quote": first}], "negated": []}
+    if len(first.split()) < 3:  # a quote needs three words: a short first sentence is quoted with what follows
+        first = " ".join(narration.split()[:8])
+    if len(first.split()) < 3:
+        return {"added": [], "negated": []}
+    return {"added": [{"text": first.rstrip(".") + ".", "quote": first}], "negated": []}
 
 
 def trajectory_update(request: RecordedRequest) -> dict[str, Any]:

@@ -53,8 +53,8 @@ def test_the_cap_stops_the_session_within_it_with_its_own_exit_code(priced):
     # fails its two achievements as without one, and 7 still wins over "tests failed".
     assert outcomes.get("skipped", 0) >= 7 and outcomes.get("failed", 0) % 2 == 0 and "error" not in outcomes
     result.stdout.fnmatch_lines(["*cut short at turn * by the cost cap (--ncp-max-cost): not judged*"])
-    result.stdout.fnmatch_lines(["*cut short (budget)*(by --max-cost; censored, not failures)*",
-                                 "ncp cost cap REACHED: $* spent of $* (--max-cost); * episode(s) were cut short*"])
+    result.stdout.fnmatch_lines(["*cut short (budget)*(by the cost cap; censored, not failures)*",
+                                 "ncp cost cap REACHED: $* spent of $* (--ncp-max-cost); * episode(s) were cut short*"])
 
 
 def test_the_cap_is_an_ini_key_too_and_a_cap_that_does_not_bind_changes_nothing(priced):
@@ -64,7 +64,7 @@ def test_the_cap_is_an_ini_key_too_and_a_cap_that_does_not_bind_changes_nothing(
     capped = priced.run("-q", f"--ncp-auditor-model={PRICED}", "-p", "no:xdist")
     assert capped.ret == free.ret == pytest.ExitCode.TESTS_FAILED
     assert capped.parseoutcomes() == free.parseoutcomes() and "skipped" not in capped.parseoutcomes()
-    capped.stdout.fnmatch_lines(["ncp cost cap ok: the session's episodes spent $* of $100.0000 (--max-cost)"])
+    capped.stdout.fnmatch_lines(["ncp cost cap ok: the session's episodes spent $* of $100.0000 (--ncp-max-cost)"])
 
 
 def test_an_unpriced_model_under_a_cap_refuses_to_start(project):

@@ -229,3 +229,11 @@ def test_cut_episodes_are_censored_and_left_out_of_every_rate():
     assert (m["episodes"], m["judged"], m["budget"], m["unknown"], m["errors"]) == (4, 2, 2, 0, 0)
     assert m["conflict_rates"]["fact"] == 0.5  # of the two judged episodes, not of four
     assert survival_at(records, 4).value == 0.5 and survival_at(records, 4).reached == 1  # cut: censored at 1
+
+
+def test_under_pytest_the_lines_name_the_pytest_options():
+    records = [ep("s0", turns=20), ep("s1", "error", 2, kind="auditor"), cut("s2", 3), cut("s3", 1)]
+    v = decide(records, gate=Gate(0.5, 20), expected=KEYS, max_cost=1.0, max_error_rate=0.5)
+    session, run = text(v, "session"), text(v, "run")
+    assert "(--ncp-max-error-rate)" in session and "(--ncp-max-cost)" in session and "raise --ncp-max-cost" in session
+    assert "(--max-error-rate)" in run and "(--max-cost)" in run and "--ncp-" not in run
