@@ -505,6 +505,43 @@ class MergeRecord(_Record):
                                                                         "--allow-missing.")
 
 
+CheckKind = Literal["complete", "error-budget", "cost-cap", "survival", "narrator-errors", "canaries", "baseline",
+                    "problems"]
+
+
+class VerdictCheck(_Record):
+    """One check of the run's verdict (``analysis.verdict.decide``): what it required, what it measured, and how
+    it decided. Under pytest each one asked for (or not passed) is also the test item ``ncp::gate[KIND]``."""
+
+    kind: CheckKind = Field(description="The check: complete (every expected episode reported), error-budget, "
+                                        "cost-cap, survival (the gate), narrator-errors, canaries, baseline, "
+                                        "problems.")
+    decision: Literal["passed", "failed", "undecided"] = Field(description="undecided: the check could not decide, "
+                                                                           "which never counts as a pass.")
+    threshold: float | None = Field(default=None, description="What it required: survival rate (0..1), allowed "
+                                                              "error rate, the cap in US dollars, the canaries' "
+                                                              "minimum recall, the baseline's alpha, the episodes "
+                                                              "expected; null when nothing is numeric.")
+    value: float | None = Field(default=None, description="What the run measured, in the threshold's unit; null "
+                                                          "when not measurable.")
+    interval: list[float] | None = Field(default=None, description="95% interval of `value` [low, high], when it "
+                                                                   "has one.")
+    turn: int | None = Field(default=None, description="The survival gate's turn T (survival@T).")
+    reason: str = Field(description="The verdict's own words for this check.")
+
+
+class VerdictRecord(_Record):
+    """The run's verdict: the exit code and every check behind it."""
+
+    outcome: Literal["passed", "failed", "undecided"] = Field(description="passed (exit 0), failed (a check "
+                                                                          "failed), undecided (none failed, but "
+                                                                          "the run proves nothing).")
+    exit_code: int = Field(description="The exit code it gives (README: exit codes).")
+    checks: list[VerdictCheck] = Field(description="Every check, in the order the verdict explains them.")
+    selection: str | None = Field(default=None, description="Set when the verdict judged a selection of a "
+                                                            "session's tests (-k, -m, --lf, --deselect).")
+
+
 class RunResults(_Record):
     """A run's ``results.json``: its settings, every episode, the figures, and whether it is complete."""
 
@@ -529,6 +566,9 @@ class RunResults(_Record):
     sequential: SequentialRecord | None = Field(default=None, description="Set when a sequential gate ran "
                                                                           "(`--sequential`): where the run "
                                                                           "stopped and why.")
+    verdict: VerdictRecord | None = Field(default=None, description="The run's verdict, once the run has ended "
+                                                                    "(absent while it runs and in files of older "
+                                                                    "versions).")
 
     @model_validator(mode="after")
     def _consistent(self) -> RunResults:
@@ -709,7 +749,8 @@ def load_results(path: str | Path) -> RunResults:
 def build_results(config: Mapping[str, Any], episodes: Iterable[Mapping[str, Any]], *, survival_turn: int = 20,
                   expected: Iterable[str] | None = None, stopped: Stopped | None = None,
                   shard: Mapping[str, int] | None = None, canaries: Mapping[str, Any] | None = None,
-                  merge: Mapping[str, Any] | None = None, sequential: Mapping[str, Any] | None = None) -> RunResults:
+                  merge: Mapping[str, Any] | None = None, sequential: Mapping[str, Any] | None = None,
+                  verdict: Mapping[str, Any] | None = None) -> RunResults:
     """The results of a run from its episode records (``EpisodeResult.to_dict()``).
 
     ``expected`` are the episode keys the run set out to finish (default: the episodes given).
@@ -717,7 +758,8 @@ def build_results(config: Mapping[str, Any], episodes: Iterable[Mapping[str, Any
     episodes end, ``"interrupted"`` after Ctrl-C. The run is complete when it ended and no expected
     episode is missing; an ended run with missing episodes is ``"unfinished"``. ``sequential`` is
     ``SequentialRun.to_dict()``: its ``unstarted`` episodes are not expected (a run that stopped early by
-    design is complete once every episode it started has finished).
+    design is complete once every episode it started has finished). ``verdict`` is the ended run's
+    ``VerdictRecord`` (``report.verdict.verdict_record``).
     Raises ``RunFileError`` when a record does not fit the format (a bug of the writer, never silent).
     """
     records = sorted((dict(e) for e in episodes), key=lambda e: (e["spec_id"], e["repeat"]))
@@ -743,6 +785,8 @@ def build_results(config: Mapping[str, Any], episodes: Iterable[Mapping[str, Any
     }
     if sequential is not None:  # only then: files of runs without it keep their keys (results.py "Growing")
         data["sequential"] = dict(sequential)
+    if verdict is not None:
+        data["verdict"] = dict(verdict)
     try:
         return RunResults.model_validate(data)
     except ValidationError as exc:
@@ -774,6 +818,6 @@ __all__ = ["RESULTS_FILE", "RESULTS_VERSION", "SUPPORTED_VERSIONS", "Agreement",
            "CanaryCase", "EpisodeRecord", "ErrorRecord", "Failure", "FlagCounts", "ForkOrigin", "MergeRecord",
            "MergedSequentialRecord", "Metrics", "Models", "NodeReached", "PairedRecord", "PlayerFault",
            "RunConfigRecord", "RunResults", "Screening", "SequentialGateRecord", "SequentialOutcome",
-           "SequentialRecord", "ShardRecord", "SpeculativeUsage", "Stopped", "SurvivalPoint",
+           "SequentialRecord", "ShardRecord", "SpeculativeUsage", "Stopped", "SurvivalPoint", "VerdictCheck", "VerdictRecord",
            "build_results", "load_results", "parse_results", "results_json_schema", "results_path", "split_key",
            "write_results"]

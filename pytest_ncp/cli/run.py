@@ -77,7 +77,8 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     for problem in problems:
         print(f"ncp: error: {problem}", file=sys.stderr)
     entries = _report(runner, jobs, canaries, args)
-    return _verdict(entries, runner.expected, gate, canaries, [*map(str, errors), *problems], args, runner.monitor)
+    return _verdict(entries, runner.expected, gate, canaries, [*map(str, errors), *problems], args, runner.monitor,
+                    runner=runner)
 
 
 def _plan(gate: Gate | None, config: Any, args: argparse.Namespace) -> SequentialPlan | None:
@@ -110,12 +111,13 @@ def _estimate(config: Any, specs: list[Any], canary_cases: list[Any], *, sequent
 
 
 def _verdict(entries: list[dict[str, Any]], expected: set[str], gate: Gate | None, canaries: CanaryResult | None,
-             problems: list[str], args: argparse.Namespace, monitor: SequentialRun | None = None) -> int:
+             problems: list[str], args: argparse.Namespace, monitor: SequentialRun | None = None,
+             runner: Any = None) -> int:
     """The run's verdict, through the one function the pytest session uses too: print its lines, return its
     exit code. ``expected`` are the episodes this run set out to finish (``Runner.plan``), less those a sequential
-    decision (``monitor``) left unstarted."""
+    decision (``monitor``) left unstarted. The verdict is recorded in the ``runner``'s results.json."""
     from ..analysis.verdict import decide
-    from ..report.verdict import verdict_lines
+    from ..report.verdict import verdict_lines, verdict_record
 
     verdict = decide(entries, gate=gate, max_error_rate=args.max_error_rate, expected=expected, canaries=canaries,
                      problems=problems, max_cost=args.max_cost,
@@ -123,6 +125,9 @@ def _verdict(entries: list[dict[str, Any]], expected: set[str], gate: Gate | Non
                      early=monitor.summary() if monitor is not None else None)
     for line in verdict_lines(verdict, "run"):
         print(line)
+    if runner is not None and args.out:
+        runner.verdict = verdict_record(verdict, "run")
+        runner.save(force=True)
     return verdict.exit_code
 
 

@@ -99,6 +99,7 @@ class Runner:
     changed: list[str] = field(default_factory=list)  # episodes resume() found changed and re-runs (force)
     unreadable: list[str] = field(default_factory=list)  # finished episodes resume() could not read back: re-run
     canaries: dict[str, Any] | None = None  # the auditor canaries' summary, once scored (docs/auditor.md)
+    verdict: dict[str, Any] | None = None  # the ended run's verdict (report.verdict.verdict_record)
     progress: RunProgress = field(default_factory=RunProgress)
     # results.json says whether the run is complete: the episodes it set out to finish (``plan``), and why it
     # is not (yet) complete: "running" until the host calls ``end()``, "interrupted" after Ctrl-C.
@@ -347,7 +348,7 @@ class Runner:
                 shard = Shard.parse(self.config.shard).to_dict()
             write_results(self.out_dir, build_results(
                 self.config.to_dict(), list(self.results.values()), survival_turn=self.config.survival_turn,
-                expected=self.expected, stopped=self.stopped, shard=shard, canaries=self.canaries,
+                expected=self.expected, stopped=self.stopped, shard=shard, canaries=self.canaries, verdict=self.verdict,
                 sequential=self.monitor.to_dict() if self.monitor is not None else None))
 
 

@@ -58,6 +58,11 @@ def pytest_configure(config: pytest.Config) -> None:
     ncp = config.stash[SESSION_KEY] = NcpSession(settings, is_worker=is_worker, trace_root=trace_root,
                                                  workers=_xdist_workers(config), stop_file=stop_file)
     config.pluginmanager.register(_ReportListener(ncp), "ncp-reports")
+    if not is_worker:
+        from .gate import GateItems, selection
+
+        ncp.selection = selection(config)
+        config.pluginmanager.register(GateItems(ncp), "ncp-gate")
     from .collect import add_default_spec_paths
 
     add_default_spec_paths(config, settings.specs)
@@ -188,8 +193,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     ncp = _ncp(session.config)
     if ncp is None:
         return
-    ncp.close()
-    code = ncp.finish()
+    code = ncp.conclude()
+    if ncp.status_before_items is not None and session.exitstatus in (
+            pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = ncp.status_before_items  # what the tests alone gave: the verdict's code follows
+    from .gate import report_items
+
+    report_items(session.config, ncp)  # when the test loop never ended (collection errors, Ctrl-C)
     # An exceeded error budget (6) and a cost cap that cut episodes short (7) have their own exit codes, over
     # "tests failed": the run proves nothing either way, or is not the run that was asked for.
     if code in (EXIT_ERROR_BUDGET, EXIT_COST_CAP) and session.exitstatus in (pytest.ExitCode.OK,

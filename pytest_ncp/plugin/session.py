@@ -53,6 +53,10 @@ class NcpSession:
         self.canary_cut_by: str | None = None  # "max-cost": the cost cap stopped the canaries
         self.fork_outcomes: dict[str, bool] = {}  # stored failure file name -> its fork test passed
         self.stored: list[Path] = []  # failures stored this session (--ncp-failures)
+        self.selection: str | None = None  # how -k, -m, --lf, --deselect narrowed the tests (gate.selection)
+        self.exit_code: int | None = None  # the verdict's exit code, once conclude() decided it
+        self.gate_items_reported = False  # the verdict's items (gate.py) are in the report stream
+        self.status_before_items: pytest.ExitCode | None = None  # pytest's exit status as the tests alone gave it
 
     # --- collection ------------------------------------------------------------------------
     def claim_id(self, spec: NarrativeSpec) -> None:
@@ -239,21 +243,29 @@ class NcpSession:
     def episode_records(self) -> list[dict[str, Any]]:
         return sorted(self.episodes.values(), key=lambda e: (e["spec_id"], e["repeat"]))
 
-    def results(self, stopped: Stopped | None = None) -> RunResults:
-        """The session's results (``stopped``: see ``analysis.results.build_results``)."""
+    def results(self, stopped: Stopped | None = None, verdict: dict[str, Any] | None = None) -> RunResults:
+        """The session's results (``stopped``, ``verdict``: see ``analysis.results.build_results``)."""
         from ..analysis.results import build_results
 
         run = self.stop.run
         return build_results(self.settings.run.to_dict(), self.episode_records(),
                              survival_turn=self.settings.run.survival_turn, expected=self.expected - self.stop.unstarted,
                              stopped=stopped, canaries=self.canary_summary,
-                             sequential=run.to_dict() if run is not None else None)
+                             sequential=run.to_dict() if run is not None else None, verdict=verdict)
 
-    def write_results(self, stopped: Stopped | None = None) -> Path:
+    def write_results(self, stopped: Stopped | None = None, verdict: dict[str, Any] | None = None) -> Path:
         from ..analysis.results import write_results
 
         assert self.settings.report is not None
-        return write_results(self.settings.report, self.results(stopped))
+        return write_results(self.settings.report, self.results(stopped, verdict))
+
+    def conclude(self) -> int:
+        """Stop the episodes' loop and decide the verdict, once (at the end of the test loop, or at session
+        finish when the loop never ended); the verdict's exit code."""
+        if self.exit_code is None:
+            self.close()
+            self.exit_code = self.finish()
+        return self.exit_code
 
     def finish(self) -> int:
         """On the controller: the session's verdict (``analysis.verdict.decide``) and its report files.
@@ -287,7 +299,10 @@ class NcpSession:
         if self.settings.report and self.episodes:
             from ..report.html import write_html
 
-            write_html([self.write_results("interrupted" if self.interrupted else None)],
+            from ..report.verdict import verdict_record
+
+            record = verdict_record(self.verdict, "session", self.selection)
+            write_html([self.write_results("interrupted" if self.interrupted else None, verdict=record)],
                        self.settings.report / "report.html")
         return self.verdict.exit_code
 
