@@ -157,7 +157,10 @@ def parse_gate(raw: Any) -> tuple[float, int]:
     except ValueError:
         raise ValueError("expected RATE[@TURN], e.g. 0.4@20 or 40%@20") from None
     if not 0.0 <= rate <= 1.0 or turn < 0:
-        raise ValueError("RATE must be within 0..1 (or 0%..100%), TURN >= 0")
+        raise ValueError("RATE must be within 0..1 (or 0%..100%), TURN >= 1")
+    if turn == 0:
+        raise ValueError("TURN must be at least 1: survival@0 is 100% before any turn is played, so a gate there "
+                         "can never fail")
     return rate, turn
 
 
@@ -552,7 +555,26 @@ def resolve_options(given: Mapping[str, tuple[Any, str]], front: Front, options:
     for option in options:  # RunConfig.validate checks the needs of its own fields
         if not option.config:
             problems.extend(unmet_needs(option, values, resolved))
+    problems.extend(_gate_beyond_turns(values, resolved))
     return resolved
+
+
+def _gate_beyond_turns(values: Mapping[str, Any], spelling: Spelling) -> list[str]:
+    """A survival gate at a turn no episode can reach (above the turn limit) can only say "cannot decide", after
+    every episode was paid for: refused before anything runs."""
+    gate, max_turns = values.get("min-survival"), values.get("max-turns")
+    if not gate or not isinstance(max_turns, int):
+        return []
+    try:
+        _, turn = parse_gate(gate)
+    except ValueError:
+        return []  # already a problem of its own
+    if turn <= max_turns:
+        return []
+    written = "" if "@" in str(gate) else f" (a gate without @TURN is at turn {DEFAULT_SURVIVAL_TURN})"
+    return [f"{spelling.spell('min-survival')}={gate} gates survival@{turn}{written}, but "
+            f"{spelling.spell('max-turns')}={max_turns}: no episode can reach turn {turn}; gate at a turn <= "
+            f"{max_turns} (RATE@TURN) or raise {spelling.spell('max-turns')}"]
 
 
 def unmet_needs(option: Option, values: Mapping[str, Any], spelling: Spelling) -> list[str]:

@@ -140,6 +140,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # a gate can decide, only once every one of them has reported. (Under xdist the controller collects
     # nothing; XdistHooks learns them from the workers' collections instead.)
     ncp.expect(episode_key(i.spec.id, i.repeat) for i in session.items if isinstance(i, _SpecItem))
+    if not _xdist_workers(session.config):  # under xdist the controller collects nothing itself
+        from .collect import no_spec_collected_line
+
+        line = no_spec_collected_line(session.config, ncp.settings.specs, session.items)
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if line is not None and reporter is not None:
+            reporter.write_line(line, yellow=True)
 
 
 def pytest_runtestloop(session: pytest.Session) -> None:
