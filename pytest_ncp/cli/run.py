@@ -66,6 +66,14 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
         runner = Runner(config, out_dir=Path(args.out) if args.out else None, sequential=_plan(gate, config, args))
     except (NarratorLoadError, ValueError) as exc:
         return usage(str(exc))
+    from ..engine.preflight import endpoint_problems, preflight_message
+
+    broken = endpoint_problems(config, runner.narrator_factory)
+    if broken:  # one message in seconds, not one error per call of every episode
+        from ..core.exit_codes import EXIT_ERROR_BUDGET
+
+        print(preflight_message(broken), file=sys.stderr)
+        return EXIT_ERROR_BUDGET
     if args.resume and not _resume(runner, specs, args):
         return EXIT_USAGE
     assert runner.client is not None
@@ -231,6 +239,10 @@ def _report(runner: Any, jobs: list[tuple[Any, int]], canaries: CanaryResult | N
     metrics = compute_metrics(entries, survival_turn=config.survival_turn)
     print(summary(metrics, config.survival_turn))
     print("\n".join(blame_lines(metrics["blame"])))
+    from ..report.text import repeated_error_lines
+
+    for line in repeated_error_lines(entries):
+        print(line)
     if config.demo:
         print("offline demo: every model was the bundled scripted server; these figures judge no real model")
     if canaries is not None and canaries.summary is not None:

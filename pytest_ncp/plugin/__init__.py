@@ -111,6 +111,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     ncp = _ncp(session.config)
     if ncp is None or ncp.is_worker or session.config.option.collectonly:
         return
+    broken = ncp.preflight()  # a broken endpoint stops the session here, in seconds, with one message
+    if broken is not None:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(broken, red=True)
+        pytest.exit("pytest-ncp: a model endpoint is broken (above)" if reporter is not None else broken,
+                    returncode=EXIT_ERROR_BUDGET)
     # Auditor canaries run once, on the controller, beside the episodes. Not in pytest_runtestloop: under
     # xdist the controller's own runtestloop answers that hook first and ours never runs.
     ncp.start_canaries()

@@ -236,7 +236,13 @@ class _SpecItem(_NcpItem):
 
             if self.ncp.settings.max_error_rate > 0:
                 pytest.skip(f"unknown outcome, counted against the error budget: {headline(result)}")
-            raise EpisodeError(self._error_text() if result.error else failure_text(result))
+            if result.error is None:
+                raise EpisodeError(failure_text(result))
+            first = self.ncp.first_error(result.error.kind, result.error.message, self.nodeid)
+            if first is not None:  # said in full once; every other test it stops names where
+                raise EpisodeError(f"{headline(result)}\n{result.error.kind} error, the same as in {first} (shown "
+                                   "there in full)")
+            raise EpisodeError(self._error_text())
 
     def _error_text(self) -> str:
         """Headline, the error, the trace path; the traceback only with -vv (it is in the trace)."""

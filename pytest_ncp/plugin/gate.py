@@ -15,7 +15,7 @@ The same happens with or without xdist, whatever was selected; a verdict over a 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -80,7 +80,7 @@ def report_items(config: pytest.Config, ncp: NcpSession) -> int:
         properties = [("ncp.check", kind), ("ncp.decision", part.decision)]
         hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
         for when in ("setup", "call", "teardown"):
-            outcome = "failed" if failed and when == "call" else "passed"
+            outcome: Literal["passed", "failed"] = "failed" if failed and when == "call" else "passed"
             report = pytest.TestReport(nodeid, location, {"ncp": 1}, outcome,
                                        "\n".join(lines) if outcome == "failed" else None, when,
                                        user_properties=properties if when == "call" else [])

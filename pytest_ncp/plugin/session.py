@@ -57,6 +57,8 @@ class NcpSession:
         self.exit_code: int | None = None  # the verdict's exit code, once conclude() decided it
         self.gate_items_reported = False  # the verdict's items (gate.py) are in the report stream
         self.status_before_items: pytest.ExitCode | None = None  # pytest's exit status as the tests alone gave it
+        self._errors: dict[tuple[str, str], str] = {}  # (error kind, message) -> the test that showed it in full
+        self.preflight_failed = False  # a broken endpoint stopped the session before any episode: no verdict
 
     # --- collection ------------------------------------------------------------------------
     def claim_id(self, spec: NarrativeSpec) -> None:
@@ -124,11 +126,33 @@ class NcpSession:
         """The episode's result; None when a sequential decision stopped the session before it started."""
         return self._runner().result(spec, repeat)
 
+    def first_error(self, kind: str, message: str, nodeid: str) -> str | None:
+        """Where this process already reported the same error in full (a test's node id), or None the first time:
+        a broken endpoint or auditor then reads as one error and its count, not hundreds of copies."""
+        first = self._errors.get((kind, message))
+        if first is None:
+            self._errors[(kind, message)] = nodeid
+        return first
+
     def unstarted_skip(self, item: pytest.Item) -> None:
         """Skip a test whose episode never started (the session stopped early); says so to the controller."""
         spec, repeat = getattr(item, "spec"), getattr(item, "repeat")
         item.user_properties.append(self.stop.unstarted_property(spec.id, repeat))
         pytest.skip(self.stop.skip_reason())
+
+    def preflight(self) -> str | None:
+        """Probe each endpoint the session will call once (``engine.preflight``), before any episode starts: the
+        message that stops the session when one is broken, else None."""
+        if not self.settings.run.narrator or self.settings.demo:
+            return None
+        from ..engine.narrators import load_narrator
+        from ..engine.preflight import endpoint_problems, preflight_message
+
+        problems = endpoint_problems(self.settings.run, load_narrator(self.settings.run.narrator))
+        if not problems:
+            return None
+        self.preflight_failed = True
+        return preflight_message(problems)
 
     # --- auditor canaries (docs/auditor.md): known answers audited beside the episodes -------------
     def start_canaries(self) -> None:
@@ -278,7 +302,7 @@ class NcpSession:
         from ..analysis.verdict import BaselineResult, CanaryResult, decide
         from ..core.exit_codes import EXIT_OK
 
-        if self.is_worker or not (self.started or self.interrupted):
+        if self.is_worker or self.preflight_failed or not (self.started or self.interrupted):
             return EXIT_OK  # a session that runs no test (--collect-only, --fixtures) has nothing to decide
         if self.settings.failures is not None and self.fork_outcomes:
             from ..engine.failures import record_passes
@@ -326,8 +350,10 @@ class NcpSession:
 
         records = self.episode_records()
         metrics = compute_metrics(records, survival_turn=self.settings.run.survival_turn) if records else None
-        failures = stored_failure_lines(self.fork_outcomes, self.stored, samples=self.settings.fork_samples,
-                                        folder=self.settings.failures)
+        from ..report.text import repeated_error_lines
+
+        failures = [*stored_failure_lines(self.fork_outcomes, self.stored, samples=self.settings.fork_samples,
+                                          folder=self.settings.failures), *repeated_error_lines(records)]
         if self.verdict is None:  # finish() did not run (a worker, or pytest stopped before sessionfinish)
             return failures
         return session_lines(verdict=self.verdict, metrics=metrics, failures=failures, report=self.settings.report,

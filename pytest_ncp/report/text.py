@@ -8,7 +8,7 @@ escape sequence in a narration is shown, never executed by the reader's terminal
 from __future__ import annotations
 
 import textwrap
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..core.safe_text import one_line, printable
 
@@ -242,3 +242,17 @@ def metrics_table(m: Mapping[str, Any], title: str = "ncp") -> str:
     ]
     return "\n".join([title, *(f"  {label:<{width}}  {value}" for label, value in rows), *notes])
 
+
+
+def repeated_error_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per error that ended more than one episode the same way, with its count: a broken endpoint or
+    auditor reads as one problem, not as many."""
+    from collections import Counter
+
+    counts: Counter[tuple[str, str]] = Counter()
+    for e in records:
+        error = e.get("error")
+        if isinstance(error, Mapping) and error.get("message"):
+            counts[(str(error.get("kind")), str(error["message"]))] += 1
+    return [f"ncp: {n} episodes ended in the same {kind} error: {one_line(message, 200)}"
+            for (kind, message), n in counts.most_common() if n > 1]
