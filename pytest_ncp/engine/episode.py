@@ -374,6 +374,9 @@ class Episode:
     # Screen records of replayed inputs, by turn (``ncp reaudit`` of a simulated player's run): a turn its
     # source played unfair stays unfair, so a conflict there is still the player's fault.
     recorded_screens: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # Why the cost cap would not pay for this episode to its end (engine.admission): it ends as ``budget`` before
+    # its first call, so the money goes to episodes that can finish.
+    refused: str | None = None
     # The turn being audited or played (number, player input, narrator response): what an errored
     # turn's trace shows; and where the current turn's share of the truncated calls starts.
     _playing: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
@@ -460,6 +463,8 @@ class Episode:
         history: list[tuple[str, str]] = []
         played: tuple[str | None, str] | None
         self._mark(0)
+        if self.refused is not None:
+            raise _Cut("max-cost", self.refused)
         await self._guard("narrator", self._reset)
         if self.start is not None and self.start.turn >= 1:
             # A fork: the recorded history stands, only turn T (its recorded input) and later are played.
