@@ -362,15 +362,17 @@ OPTIONS: tuple[Option, ...] = (
     # --- what the run reports and gates on ---
     Option("survival-turn", whole(1), None, "turn of the headline survival figure", pytest=False, metavar="TURN",
            shown_default=f"the gate's TURN, else {DEFAULT_SURVIVAL_TURN} or {{max-turns}} when lower"),
-    Option("min-survival", gate, None, "survival gate RATE[@TURN] (TURN defaults to 20): fails when survival@TURN "
-           "< RATE, or when it cannot be measured (too few episodes observed up to TURN)", metavar="RATE[@TURN]",
+    Option("min-survival", gate, None, "survival gate RATE[@TURN] (TURN defaults to 20; 1 <= TURN <= "
+           "{max-turns}): fails when survival@TURN < RATE, or when it cannot be measured (too few episodes "
+           "observed up to TURN)", metavar="RATE[@TURN]",
            notes={"pytest": "; conflicts within the gate are reported as xfail"}),
-    Option("max-cost", dollars, None, "cost cap in US dollars at the cost map's list prices: no model call starts "
-           "once what the run's calls cost, plus the most each call in flight may cost, would pass it; episodes "
-           "cut short end as budget (censored, never a narrator failure) and the run exits 7. Every model must "
-           "be priced", config=RECORDED, metavar="USD"),
-    Option("estimate", flag, False, "print an upper bound of the run's model calls, tokens and list-price cost "
-           "(per role and audit step), then exit 0 without calling a model", kind=FLAG),
+    Option("max-cost", dollars, None, "cost cap in US dollars at the cost map's list prices: an episode starts "
+           "only while the cap can still pay for it to its end (its expected cost, measured as the run goes), and "
+           "no model call starts once what the run's calls cost, plus the most each call in flight may cost, "
+           "would pass it; episodes not started or cut short end as budget (censored, never a narrator failure) "
+           "and the run exits 7. Every model must be priced", config=RECORDED, metavar="USD"),
+    Option("estimate", flag, False, "print an upper bound and an expected figure of the run's model calls, "
+           "tokens and list-price cost (per role and audit step), then exit 0 without calling a model", kind=FLAG),
     # --- gates that decide early (issue 21, docs/gates.md) ---
     Option("seed", whole(0), 0, "seed of the episode order: episodes start in a seeded random order of (spec, repeat), "
            "the order a sequential gate reads their outcomes in; the same seed and episodes give the same order",

@@ -226,8 +226,8 @@ class _SpecItem(_NcpItem):
         self.result = result
         self._properties(result)
         if result.cut_by is not None:  # the budget's outcome: neither a pass nor the narrator's failure
-            pytest.skip(f"{self.spec.id}: cut short at turn {result.turns} by the cost cap "
-                        f"(--ncp-{result.cut_by}): not judged")
+            when = f"cut short at turn {result.turns}" if result.turns else "not started: it would not fit"
+            pytest.skip(f"{self.spec.id}: {when} by the cost cap (--ncp-{result.cut_by}): not judged")
         if result.termination.value == "cancelled":  # the budget's too: the sequential gate had decided
             pytest.skip(f"{self.spec.id}: cancelled at turn {result.turns} after the sequential gate decided "
                         "(--ncp-sequential-cancel): not judged")

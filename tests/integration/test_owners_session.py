@@ -23,7 +23,7 @@ def test_a_player_fault_is_an_error_with_its_owner_not_a_narrator_failure(projec
     report = tmp_path / "report"
     result = project.run("-q", "--ncp-player=adversarial", "--ncp-player-model=openai/player",
                          f"--ncp-report={report}", "-k", "episode")
-    result.assert_outcomes(errors=1)
+    result.assert_outcomes(errors=1, failed=1)  # the failed test is the exceeded error budget's
     out = result.stdout.str()
     assert "caligari: player fault at turn 2: an unfair simulated input provoked a fact conflict (F2)" in out
     assert "unfair player input (after 3 attempt(s))" in out and GOD_MODE in out
@@ -46,7 +46,8 @@ def test_a_split_verdict_under_votes_is_the_auditors_doubt(project, tmp_path):
         "confirmed": next(votes) % 3 != 1, "explanation": "Scripted vote."})
     report = tmp_path / "report"
     result = project.run("-q", "--ncp-audit-votes=3", "--ncp-max-error-rate=1", f"--ncp-report={report}")
-    result.assert_outcomes(skipped=7)  # an unknown outcome within the budget: every test of the spec skipped
+    # An unknown outcome within the budget: every test of the spec skipped; the budget (above 0) is its own test.
+    result.assert_outcomes(skipped=7, passed=1)
     result.stdout.fnmatch_lines(["  auditor * 1  split verdict 1: caligari[[]r0[]]"])
     assert result.ret == 0
     episode = json.loads((report / "results.json").read_text())["episodes"][0]
