@@ -111,13 +111,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     ncp = _ncp(session.config)
     if ncp is None or ncp.is_worker or session.config.option.collectonly:
         return
-    broken = ncp.preflight()  # a broken endpoint stops the session here, in seconds, with one message
-    if broken is not None:
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(broken, red=True)
-        pytest.exit("pytest-ncp: a model endpoint is broken (above)" if reporter is not None else broken,
-                    returncode=EXIT_ERROR_BUDGET)
+    if _xdist_workers(session.config):  # the controller collects nothing: it checks before the workers start
+        _preflight(session, ncp)
     # Auditor canaries run once, on the controller, beside the episodes. Not in pytest_runtestloop: under
     # xdist the controller's own runtestloop answers that hook first and ours never runs.
     ncp.start_canaries()
@@ -148,12 +143,26 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # nothing; XdistHooks learns them from the workers' collections instead.)
     ncp.expect(episode_key(i.spec.id, i.repeat) for i in session.items if isinstance(i, _SpecItem))
     if not _xdist_workers(session.config):  # under xdist the controller collects nothing itself
+        if not session.config.option.collectonly and any(isinstance(i, _SpecItem) for i in session.items):
+            _preflight(session, ncp)  # only a session that will play episodes calls their endpoints
         from .collect import no_spec_collected_line
 
         line = no_spec_collected_line(session.config, ncp.settings.specs, session.items)
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if line is not None and reporter is not None:
             reporter.write_line(line, yellow=True)
+
+
+def _preflight(session: pytest.Session, ncp: NcpSession) -> None:
+    """A broken endpoint stops the session before any episode, in seconds, with one message (exit 6)."""
+    broken = ncp.preflight()
+    if broken is None:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(broken, red=True)
+    pytest.exit("pytest-ncp: a model endpoint is broken (above)" if reporter is not None else broken,
+                returncode=EXIT_ERROR_BUDGET)
 
 
 def pytest_runtestloop(session: pytest.Session) -> None:

@@ -32,12 +32,14 @@ def gate_nodeid(kind: str) -> str:
 
 def shown_parts(verdict: Verdict, *, max_error_rate: float) -> list[Part]:
     """The checks that become items: those asked for (a survival gate, a cost cap, canaries, a baseline, an error
-    budget above 0) and any that did not pass, so a session's exit code is never failing behind green tests."""
-    from ..analysis.verdict import Baseline, Budget, Canaries, CostCap, SurvivalGate
+    budget above 0) and any other that did not pass, so a session's exit code is never failing behind green
+    tests. Completeness is not an item of its own: a session cut short (``-x``, ``--sw``, Ctrl-C) already reads
+    so, and a gate it leaves undecided fails its own item."""
+    from ..analysis.verdict import Baseline, Budget, Canaries, Completeness, CostCap, SurvivalGate
 
     asked = (SurvivalGate, CostCap, Canaries, Baseline)
-    return [p for p in verdict.parts
-            if p.decision != "passed" or isinstance(p, asked) or (isinstance(p, Budget) and max_error_rate > 0)]
+    return [p for p in verdict.parts if not isinstance(p, Completeness) and (
+        p.decision != "passed" or isinstance(p, asked) or (isinstance(p, Budget) and max_error_rate > 0))]
 
 
 def selection(config: pytest.Config) -> str | None:
