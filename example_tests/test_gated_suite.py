@@ -24,7 +24,7 @@ def test_gate_over_a_spec_suite(ncp_model_server, specs_dir, tmp_path):
     config = RunConfig(narrator="studio_narrator:StudioNarrator", auditor_model="openai/demo-auditor",
                        api_base=ncp_model_server.base_url, max_turns=12)
     results = asyncio.run(Runner(config, out_dir=tmp_path).run(specs))
-    episodes = [r.to_dict() for r in results]
+    episodes = [r.record for r in results]
     metrics = compute_metrics(episodes, survival_turn=10)
     assert metrics["episodes"] == len(SPECS) and metrics["errors"] == 0
     verdict = Gate.parse("0.1@10").check(episodes)

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from .core.ledger import FactLedger
     from .core.spec import NarrativeSpec, SpecError, load_spec, load_specs
     from .engine.auditor import AuditorError, LLMAuditor, TurnAudit, TurnContext
-    from .engine.episode import Episode, EpisodeResult, Termination
+    from .core.endings import Termination
+    from .engine.episode import Episode, EpisodeResult
     from .engine.narrators import (
         LLMNarrator, MemoryNarrator, Narrator, NarratorContext, SpeculationSafe, SupportsOpening, SupportsReset,
         SupportsRestore, load_narrator,
@@ -41,7 +42,7 @@ _EXPORTS = {
     "SpeculationSafe": "engine.narrators",
     "Player": "engine.players", "PlayerView": "engine.players", "ScriptedPlayer": "engine.players",
     "SimulatedPlayer": "engine.players", "ReplayPlayer": "engine.players",
-    "Episode": "engine.episode", "EpisodeResult": "engine.episode", "Termination": "engine.episode",
+    "Episode": "engine.episode", "EpisodeResult": "engine.episode", "Termination": "core.endings",
     "Runner": "engine.runner", "RunConfig": "core.config",
     "compute_metrics": "analysis.metrics", "Gate": "analysis.metrics",
     "RunResults": "analysis.results", "load_results": "analysis.results",

@@ -24,21 +24,23 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..core.config import episode_name
-from .metrics import MIN_OBSERVED_SHARE, CONFLICT_KINDS, compute_metrics, failure_turn, is_unknown, pearson
+from .metrics import MIN_OBSERVED_SHARE, CONFLICT_KINDS, compute_metrics, failure_turn, pearson
 from .metrics import survival_at
 from .metrics import survived_at as _survived_at
 from .results import RunResults, parse_results
 
+if TYPE_CHECKING:
+    from ..core.records import EpisodeRecord
+
 Key = tuple[str, int]
-Episode = Mapping[str, Any]
 # spec_id -> commitment_id -> kind (invariant | ordering | achievement), e.g. from the spec files.
 CommitmentKinds = Mapping[str, Mapping[str, str]]
 
 
-def survived_at(e: Episode, turn: int) -> bool | None:
+def survived_at(e: EpisodeRecord, turn: int) -> bool | None:
     """Whether an episode had no failure through ``turn``; None when that is not known (censored)."""
     return _survived_at(e, turn)
 
@@ -251,7 +253,7 @@ def compare_runs(base: RunResults | Mapping[str, Any], new: RunResults | Mapping
     base_run, new_run = parse_results(base, "base"), parse_results(new, "new")
     base_eps, new_eps = _by_key(base_run), _by_key(new_run)
     paired = sorted(base_eps.keys() & new_eps.keys())
-    errored = tuple(k for k in paired if is_unknown(base_eps[k]) or is_unknown(new_eps[k]))
+    errored = tuple(k for k in paired if base_eps[k].ending.unknown or new_eps[k].ending.unknown)
     unobserved = tuple(k for k in paired if k not in errored and (
         survived_at(base_eps[k], turn) is None or survived_at(new_eps[k], turn) is None))
     judged = [k for k in paired if k not in errored and k not in unobserved]
@@ -268,7 +270,7 @@ def compare_runs(base: RunResults | Mapping[str, Any], new: RunResults | Mapping
         deltas.append(int(s1) - int(s0))
         if s0 and not s1:
             b += 1
-            newly_failing.append(NewFailure(key[0], key[1], str(e1["termination"]), int(failure_turn(e1) or 0)))
+            newly_failing.append(NewFailure(key[0], key[1], e1.termination.value, failure_turn(e1) or 0))
         elif s1 and not s0:
             c += 1
         commitments += _commitment_regressions(key, e0, e1, (kinds or {}).get(key[0]))
@@ -293,9 +295,9 @@ def compare_runs(base: RunResults | Mapping[str, Any], new: RunResults | Mapping
     )
 
 
-def _commitment_regressions(key: Key, e0: Episode, e1: Episode,
+def _commitment_regressions(key: Key, e0: EpisodeRecord, e1: EpisodeRecord,
                             kinds: Mapping[str, str] | None) -> list[CommitmentRegression]:
-    before, after = e0.get("commitments") or {}, e1.get("commitments") or {}
+    before, after = e0.commitments, e1.commitments
     found = []
     for cid in sorted(before.keys() & after.keys()):
         s0, s1 = before[cid], after[cid]
@@ -307,9 +309,9 @@ def _commitment_regressions(key: Key, e0: Episode, e1: Episode,
     return found
 
 
-def _by_key(run: RunResults) -> dict[Key, Episode]:
+def _by_key(run: RunResults) -> dict[Key, EpisodeRecord]:
     # The results model already refused a file that holds an episode twice.
-    return {(e.spec_id, e.repeat): e.record() for e in run.episodes}
+    return {(e.spec_id, e.repeat): e for e in run.episodes}
 
 
 def _notes(base: RunResults, new: RunResults, turn: int) -> list[str]:
@@ -414,10 +416,10 @@ def agreement(runs: Sequence[RunResults | Mapping[str, Any]], labels: Sequence[s
     for i in range(len(runs)):
         for j in range(i + 1, len(runs)):
             common = sorted(k for k in keyed[i].keys() & keyed[j].keys()
-                            if not is_unknown(keyed[i][k]) and not is_unknown(keyed[j][k]))
-            xs = [float(keyed[i][k]["turns"]) for k in common]
-            ys = [float(keyed[j][k]["turns"]) for k in common]
-            same = (sum(keyed[i][k]["termination"] == keyed[j][k]["termination"] for k in common) / len(common)
+                            if not keyed[i][k].ending.unknown and not keyed[j][k].ending.unknown)
+            xs = [float(keyed[i][k].turns) for k in common]
+            ys = [float(keyed[j][k].turns) for k in common]
+            same = (sum(keyed[i][k].termination == keyed[j][k].termination for k in common) / len(common)
                     if common else None)
             pairs.append(PairAgreement(i, j, len(common), pearson(xs, ys), same))
     return Agreement(labels, auditors, metrics, tuple(pairs), turn)

@@ -1,7 +1,8 @@
 """Run metrics (DESIGN section 4), computed from episode records: the ``episodes`` entries of results.json.
 
-Pure functions over plain dicts, so the same numbers come out of a live run, a results file, or a
-merge of pytest-xdist workers.
+Pure functions over ``core.records.EpisodeRecord``, so the same numbers come out of a live run, a results
+file, or a merge of pytest-xdist workers. What each ending means (failure, censored, unknown, judged) is
+``core.endings.Ending``'s to say.
 
 Outcomes, as the survival curve sees them:
 
@@ -26,85 +27,48 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..core.options import parse_gate, share
-from .owners import BUDGET_TERMINATIONS, UNKNOWN_TERMINATIONS, blame_table
+from ..core.endings import Ending, Termination
+from .owners import blame_table
+
+if TYPE_CHECKING:
+    from ..core.records import EpisodeRecord
 
 CONFLICT_KINDS = ("fact", "commitment", "player_input")
-Episode = Mapping[str, Any]
 Z95 = 1.959964
 # survival@T is a number only while at least this share of the episodes is still observed at T (reached
 # turn T, or failed before it); beyond that the estimate would rest on the few that happened to last.
 MIN_OBSERVED_SHARE = 0.5
 
 
-def is_error(e: Episode) -> bool:
-    return e["termination"] == "error"
-
-
-def error_kind(e: Episode) -> str | None:
-    return (e.get("error") or {}).get("kind") if is_error(e) else None
-
-
-def is_narrator_error(e: Episode) -> bool:
-    """The narrator raised, timed out or answered nothing: a failure of the narrator, not an unknown."""
-    return error_kind(e) == "narrator"
-
-
-def is_unknown(e: Episode) -> bool:
-    """An error that is not the narrator's (auditor, model, player), a player fault or a contested conflict:
-    the outcome is unknown."""
-    return (is_error(e) and not is_narrator_error(e)) or e["termination"] in UNKNOWN_TERMINATIONS
-
-
-def observed_turns(e: Episode) -> int:
+def observed_turns(e: EpisodeRecord) -> int:
     """The last turn through which the narrator's outcome is known (where a censored episode is censored)."""
-    if e["termination"] in UNKNOWN_TERMINATIONS:  # its own turn was judged against something else
+    if e.ending.censored_before_its_turn:  # its own turn was judged against something else
         return max(conflict_turn(e) - 1, 0)
-    return int(e["turns"])
+    return e.turns
 
 
-def is_cut(e: Episode) -> bool:
-    """Cut short by the run's budget (``--max-cost``): censored, never judged, never an unknown outcome."""
-    return e["termination"] == "budget"
+def conflict_turn(e: EpisodeRecord) -> int:
+    return e.failure.turn if e.failure is not None else e.turns
 
 
-def is_stopped(e: Episode) -> bool:
-    """Left unfinished by the run itself: cut by the cost cap, or cancelled after an early gate decision (the
-    budget's endings): censored, never judged, never an unknown outcome."""
-    return e["termination"] in BUDGET_TERMINATIONS
-
-
-def is_judged(e: Episode) -> bool:
-    """Counted in the rates and means: neither an unknown outcome nor left unfinished by the run."""
-    return not is_unknown(e) and not is_stopped(e)
-
-
-def is_conflict(e: Episode) -> bool:
-    return str(e["termination"]).startswith("conflict:")
-
-
-def conflict_turn(e: Episode) -> int:
-    failure: Mapping[str, Any] = e.get("failure") or {}
-    return int(failure.get("turn", e["turns"]))
-
-
-def failure_turn(e: Episode) -> int | None:
+def failure_turn(e: EpisodeRecord) -> int | None:
     """The turn at which the narrator failed (conflict or narrator error); None when it did not."""
-    if is_conflict(e):
+    if e.termination.is_conflict:
         return conflict_turn(e)
-    if is_narrator_error(e):
-        return int(e["turns"]) + 1
+    if e.ending is Ending.NARRATOR_ERROR:
+        return e.turns + 1
     return None
 
 
-def survived_at(e: Episode, turn: int) -> bool | None:
+def survived_at(e: EpisodeRecord, turn: int) -> bool | None:
     """Whether the narrator got through ``turn`` without failing; None when that is unknown (censored)."""
     failed = failure_turn(e)
     if failed is not None:
         return failed > turn
-    if e["termination"] == "success" or observed_turns(e) >= turn:
+    if not e.ending.censored or observed_turns(e) >= turn:
         return True
     return None
 
@@ -140,7 +104,7 @@ class SurvivalPoint:
                 "reached": self.reached, "observed": self.observed, "episodes": self.episodes, "text": self.text()}
 
 
-def survival_table(episodes: Sequence[Episode], max_turn: int, z: float = Z95) -> dict[int, SurvivalPoint]:
+def survival_table(episodes: Sequence[EpisodeRecord], max_turn: int, z: float = Z95) -> dict[int, SurvivalPoint]:
     """Kaplan-Meier S(t) for t = 0..max_turn with Greenwood's variance and the log-log 95% interval.
 
     S(t) is the probability of no failure (confirmed conflict or narrator error) through turn t.
@@ -155,7 +119,7 @@ def survival_table(episodes: Sequence[Episode], max_turn: int, z: float = Z95) -
         failed = failure_turn(e)
         if failed is not None:
             failures[failed] += 1
-        elif e["termination"] == "success":
+        elif not e.ending.censored:
             forever += 1
         else:
             censored[observed_turns(e)] += 1
@@ -195,12 +159,12 @@ def _normal_cdf(x: float) -> float:
     return 0.5 * (1 + math.erf(x / math.sqrt(2)))
 
 
-def kaplan_meier(episodes: Sequence[Episode], max_turn: int) -> dict[int, float]:
+def kaplan_meier(episodes: Sequence[EpisodeRecord], max_turn: int) -> dict[int, float]:
     """S(t) for t = 0..max_turn (see :func:`survival_table`)."""
     return {t: p.value for t, p in survival_table(episodes, max_turn).items()}
 
 
-def survival_at(episodes: Sequence[Episode], turn: int) -> SurvivalPoint:
+def survival_at(episodes: Sequence[EpisodeRecord], turn: int) -> SurvivalPoint:
     return survival_table(episodes, turn)[turn]
 
 
@@ -215,7 +179,7 @@ def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def pass_hat_k(episodes: Sequence[Episode], k: int) -> float | None:
+def pass_hat_k(episodes: Sequence[EpisodeRecord], k: int) -> float | None:
     """pass^k: chance that k repeats of the same spec are all conflict-free, averaged over specs.
 
     Per spec with n judged repeats of which c passed: C(c, k) / C(n, k). Specs with fewer than k
@@ -223,8 +187,8 @@ def pass_hat_k(episodes: Sequence[Episode], k: int) -> float | None:
     """
     by_spec: dict[str, list[bool]] = defaultdict(list)
     for e in episodes:
-        if is_judged(e):
-            by_spec[e["spec_id"]].append(failure_turn(e) is None)
+        if e.ending.judged:
+            by_spec[e.spec_id].append(failure_turn(e) is None)
     values = [math.comb(sum(p), k) / math.comb(len(p), k) for p in by_spec.values() if len(p) >= k]
     return sum(values) / len(values) if values else None
 
@@ -242,7 +206,7 @@ def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / math.sqrt(sxx * syy)
 
 
-def compute_metrics(episodes: Iterable[Episode], *, survival_turn: int = 20,
+def compute_metrics(episodes: Iterable[EpisodeRecord], *, survival_turn: int = 20,
                     max_turn: int | None = None) -> dict[str, Any]:
     """Every run-level number of DESIGN section 4 (the ``metrics`` object of results.json).
 
@@ -251,28 +215,23 @@ def compute_metrics(episodes: Iterable[Episode], *, survival_turn: int = 20,
     (``survival_point`` then says how many episodes reached turn T).
     """
     episodes = list(episodes)
-    judged = [e for e in episodes if is_judged(e)]
+    judged = [e for e in episodes if e.ending.judged]
     n = len(judged)
-    horizon = max([survival_turn, 20, *(int(e["turns"]) + 1 for e in episodes)]) if max_turn is None \
+    horizon = max([survival_turn, 20, *(e.turns + 1 for e in episodes)]) if max_turn is None \
         else max(max_turn, survival_turn, 20)
     table = survival_table(episodes, horizon)
     point, at_20 = table[survival_turn], table[20]
-    rates = {k: (sum(e["termination"] == f"conflict:{k}" for e in judged) / n if n else 0.0)
-             for k in CONFLICT_KINDS}
-    counts = {k: sum(e["termination"] == f"conflict:{k}" for e in judged) for k in CONFLICT_KINDS}
-    narrator_errors = sum(is_narrator_error(e) for e in episodes)
-    unknown = sum(is_unknown(e) for e in episodes)
-    repeats = max((int(e.get("repeat", 0)) + 1 for e in episodes), default=1)
-
-    def mean(key: str) -> float:
-        return sum(float(e[key]) for e in judged) / n if n else 0.0
-
-    held = [float(e["held"]) for e in judged if e.get("held") is not None]
-    successes = sum(e["termination"] == "success" for e in judged)
+    counts = {k: sum(e.termination == Termination(f"conflict:{k}") for e in judged) for k in CONFLICT_KINDS}
+    rates = {k: (counts[k] / n if n else 0.0) for k in CONFLICT_KINDS}
+    narrator_errors = sum(e.ending is Ending.NARRATOR_ERROR for e in episodes)
+    unknown = sum(e.ending.unknown for e in episodes)
+    repeats = max((e.repeat + 1 for e in episodes), default=1)
+    held = [e.held for e in judged if e.held is not None]
+    successes = sum(e.ending is Ending.SUCCESS for e in judged)
     return {
         "episodes": len(episodes),
         "judged": n,
-        "errors": len(episodes) - sum(not is_error(e) for e in episodes),
+        "errors": sum(e.termination is Termination.ERROR for e in episodes),
         "narrator_errors": narrator_errors,
         "unknown": unknown,
         "error_rate": round(unknown / len(episodes), 6) if episodes else 0.0,
@@ -282,31 +241,31 @@ def compute_metrics(episodes: Iterable[Episode], *, survival_turn: int = 20,
         f"survival_at_{survival_turn}": point.to_dict()["value"],
         "survival_at_20": at_20.to_dict()["value"],
         "survival_ci": point.to_dict()["ci"],
-        "avg_turns": round(mean("turns"), 4),
-        "progress_pct": round(100 * mean("progress"), 4),
-        "satisfied_pct": round(100 * mean("satisfied"), 4),
+        "avg_turns": round(sum(e.turns for e in judged) / n if n else 0.0, 4),
+        "progress_pct": round(100 * (sum(e.progress for e in judged) / n if n else 0.0), 4),
+        "satisfied_pct": round(100 * (sum(e.satisfied for e in judged) / n if n else 0.0), 4),
         "held_pct": round(100 * sum(held) / len(held), 4) if held else None,
         "conflict_rates": {k: round(v, 6) for k, v in rates.items()},
         "conflict_rate_ci": {k: list(wilson(counts[k], n)) for k in CONFLICT_KINDS},
         "narrator_error_rate": round(narrator_errors / n, 6) if n else 0.0,
         "successes": successes,
         "conflict_free": sum(failure_turn(e) is None for e in judged),
-        "turn_limit": sum(e["termination"] == "turn_limit" for e in judged),
-        "script_exhausted": sum(e["termination"] == "script_exhausted" for e in judged),
-        "budget": sum(is_cut(e) for e in episodes),
+        "turn_limit": sum(e.ending is Ending.TURN_LIMIT for e in judged),
+        "script_exhausted": sum(e.ending is Ending.SCRIPT_EXHAUSTED for e in judged),
+        "budget": sum(e.ending is Ending.BUDGET for e in episodes),
         "pass_k": {str(k): pass_hat_k(episodes, k) for k in range(1, repeats + 1)} if repeats > 1 else {},
-        "tokens": sum(int(e.get("tokens", 0) or 0) for e in episodes),
+        "tokens": sum(e.tokens for e in episodes),
         **cache_figures(episodes),
-        "cost_usd": round(sum(float(e.get("cost_usd", 0) or 0) for e in episodes), 8),
+        "cost_usd": round(sum(e.cost_usd for e in episodes), 8),
         # what the episodes' calls cost, the turns played ahead and discarded included (--max-cost counts both)
-        "spent_usd": round(sum(float(e.get("cost_usd", 0) or 0) + float((e.get("speculative") or {}).get(
-            "cost_usd", 0) or 0) for e in episodes), 8),
+        "spent_usd": round(sum(e.cost_usd + (e.speculative.cost_usd if e.speculative else 0.0)
+                               for e in episodes), 8),
         "blame": blame_table(episodes),
         "flags": flag_totals(episodes),
     }
 
 
-def flag_totals(episodes: Sequence[Episode]) -> dict[str, int]:
+def flag_totals(episodes: Sequence[EpisodeRecord]) -> dict[str, int]:
     """What became of every flag the conflict check raised over the run: the episodes' ``flags`` summed.
     A flag whose quote was never verified, or that the auditor withdrew on a retry, went to confirmation and
     is counted here, never dropped (issue 19); ``split`` only when some episode voted (``--audit-votes``)."""
@@ -314,8 +273,8 @@ def flag_totals(episodes: Sequence[Episode]) -> dict[str, int]:
                              "withdrawn_confirmed")}
     voted = False
     for e in episodes:
-        for key, value in (e.get("flags") or {}).items():
-            if value is None:
+        for key, value in (e.flags.model_dump() if e.flags is not None else {}).items():
+            if not isinstance(value, int):
                 continue
             voted = voted or key == "split"
             totals[key] = totals.get(key, 0) + int(value)
@@ -326,11 +285,11 @@ def flag_totals(episodes: Sequence[Episode]) -> dict[str, int]:
 
 
 
-def cache_figures(episodes: Sequence[Episode]) -> dict[str, Any]:
+def cache_figures(episodes: Sequence[EpisodeRecord]) -> dict[str, Any]:
     """Prompt tokens, those a provider's prompt cache served, and their share (over the episodes that
     recorded prompt tokens: older files did not)."""
-    prompt = sum(int(e.get("prompt_tokens") or 0) for e in episodes)
-    cached = sum(int(e.get("cached_tokens") or 0) for e in episodes)
+    prompt = sum(e.prompt_tokens or 0 for e in episodes)
+    cached = sum(e.cached_tokens or 0 for e in episodes)
     return {"prompt_tokens": prompt, "cached_tokens": cached,
             "cached_share": round(cached / prompt, 6) if prompt else None}
 
@@ -372,13 +331,13 @@ class BudgetVerdict:
         return self.rate > self.max_rate + 1e-12 or bool(self.vanished)
 
 
-def error_budget(episodes: Sequence[Episode], max_rate: float = 0.0) -> BudgetVerdict:
+def error_budget(episodes: Sequence[EpisodeRecord], max_rate: float = 0.0) -> BudgetVerdict:
     per_spec: dict[str, list[bool]] = {}
     for e in episodes:
-        per_spec.setdefault(str(e["spec_id"]), []).append(is_unknown(e))
+        per_spec.setdefault(e.spec_id, []).append(e.ending.unknown)
     vanished = tuple((spec, sum(flags), len(flags)) for spec, flags in sorted(per_spec.items())
                      if len(flags) >= 2 and sum(flags) / len(flags) > MAX_SPEC_ERROR_SHARE + 1e-12)
-    return BudgetVerdict(sum(is_unknown(e) for e in episodes), len(episodes), max_rate, vanished)
+    return BudgetVerdict(sum(e.ending.unknown for e in episodes), len(episodes), max_rate, vanished)
 
 
 @dataclass(frozen=True)
@@ -396,12 +355,12 @@ class Gate:
         except ValueError as exc:
             raise ValueError(f"invalid survival gate {text!r}: {exc}") from None
 
-    def check(self, episodes: Sequence[Episode], max_error_rate: float = 0.0) -> GateVerdict:
+    def check(self, episodes: Sequence[EpisodeRecord], max_error_rate: float = 0.0) -> GateVerdict:
         """Passes only when the error budget holds, survival@TURN is measurable, and it is >= RATE."""
         point = survival_at(list(episodes), self.turn)
         budget = error_budget(episodes, max_error_rate)
         passed = not budget.exceeded and point.measurable and point.value >= self.rate
-        return GateVerdict(self, point, budget, sum(is_narrator_error(e) for e in episodes), passed)
+        return GateVerdict(self, point, budget, sum(e.ending is Ending.NARRATOR_ERROR for e in episodes), passed)
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ report, the pytest session's ``--ncp-baseline`` and resume. :class:`RunResults` 
 field documented, as Inspect AI's ``EvalLog`` documents its own): ``ncp schema --results`` prints its
 JSON Schema and ``docs/results.md`` is generated from it (a test keeps the two equal).
 
-- :func:`build_results` makes a ``RunResults`` from the engine's episode records (``EpisodeResult.to_dict()``,
-  the dicts that also travel through pytest-xdist reports and worker queues);
+- :func:`build_results` makes a ``RunResults`` from the engine's episode records (``core.records.EpisodeRecord``,
+  which also travel as JSON through pytest-xdist reports and worker queues);
 - :func:`write_results` writes one atomically (``core.files.atomic_write_text``);
 - :func:`load_results` reads one from a file or a run folder, upgrading older versions, and
   :func:`parse_results` checks a document already in memory. The file is an input a person may have
@@ -34,22 +34,22 @@ from typing import Any, Callable, Final, Iterable, Literal, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..core.config import episode_key, episode_name
+from ..core.config import episode_name
 from ..core.options import DEFAULT_SURVIVAL_TURN, survival_turn
 from ..core.files import atomic_write_text
+from ..core.records import (
+    Agreement, EpisodeRecord, ErrorRecord, Failure, FlagCounts, ForkOrigin, NodeReached, PlayerFault, ScreenProblem,
+    Screening, SpeculativeUsage,
+)
 from ..core.traces import RunFileError, trace_reference
 from .metrics import compute_metrics
 
 RESULTS_FILE = "results.json"
-# 2: ``complete``, ``expected``, ``finished`` and ``stopped`` (issue 19); ``merge``. Version 1 files still load.
-RESULTS_VERSION: Final = 2
+# 2: ``complete``, ``expected``, ``finished`` and ``stopped``; ``merge``. 3: each episode entry is the record the
+# engine produces (``core.records.EpisodeRecord``), no field changed. Versions 1 and 2 still load.
+RESULTS_VERSION: Final = 3
 _HINT = "give the results.json written by `ncp run --out DIR` or `pytest --ncp-report=DIR`, or its directory"
 
-Termination = Literal["conflict:fact", "conflict:commitment", "conflict:player_input", "success", "turn_limit",
-                      "script_exhausted", "error", "budget", "cancelled", "player_fault", "contested"]
-ConflictType = Literal["fact", "commitment", "player_input"]
-ErrorKind = Literal["narrator", "auditor", "model", "player"]
-CommitmentState = Literal["PENDING", "SATISFIED", "VIOLATED"]
 # Why a run is not complete (``None`` when it is): still being written, stopped by Ctrl-C / SIGINT or an
 # interrupted pytest session, ended with expected episodes missing (a worker died, ``-x`` stopped pytest,
 # a shard merged with --allow-incomplete), or written by a version that did not record it.
@@ -60,168 +60,6 @@ class _Record(BaseModel):
     # strict: "3" is not a number and true is not 1 (a hand-edited file is refused, not reinterpreted);
     # extra="allow": fields this version does not know are kept (module docstring, "Growing the format").
     model_config = ConfigDict(strict=True, extra="allow")
-
-
-class Agreement(_Record):
-    """How the ``--audit-votes`` confirmation samples of a conflict voted: ``yes`` of ``of`` confirmed it."""
-
-    yes: int = Field(ge=0, description="Samples that confirmed the conflict.")
-    of: int = Field(ge=1, description="Samples asked (K).")
-
-
-class Failure(_Record):
-    """The confirmed conflict that ended an episode (``termination`` ``conflict:*``, and the conflict of a
-    ``player_fault`` or ``contested`` episode)."""
-
-    turn: int = Field(ge=0, description="Turn of the conflict (turn 0 is the opening narration).")
-    type: ConflictType = Field(description="What the narration contradicted: a ledger fact, a commitment, "
-                                           "or the player's input.")
-    fact_ids: list[str] = Field(default_factory=list, description="Ledger fact ids the conflict relies on.")
-    commitment_ids: list[str] = Field(default_factory=list, description="Commitment ids the conflict relies on.")
-    quote: str = Field(default="", description="The span of the narrator's response the auditor quoted "
-                                               "(verified against the response).")
-    explanation: str = Field(default="", description="The auditor's explanation of the conflict.")
-    confirmation: str = Field(default="", description="The secondary confirmation call's explanation.")
-    quote_verified: bool = Field(default=True, description="False when the quote could not be verified against "
-                                                           "the response and the flag was confirmed unverified.")
-    agreement: Agreement | None = Field(default=None, description="With `--audit-votes` K > 1: how many of the K "
-                                                                  "confirmation samples confirmed it; absent with "
-                                                                  "one vote.")
-
-
-class ErrorRecord(_Record):
-    """Why an episode could not be judged, or why the narrator failed without a conflict."""
-
-    kind: ErrorKind = Field(description="Who caused it: `narrator` (raised, timed out, answered nothing: "
-                                        "counts as a narrator failure), or `auditor`, `model`, `player` "
-                                        "(an unknown outcome: censored, bounded by the error budget).")
-    message: str = Field(description="What went wrong, secrets scrubbed.")
-    traceback: str | None = Field(default=None, description="The Python traceback, when there was one.")
-    turn: int | None = Field(default=None, ge=0, description="The turn being played when it happened.")
-
-
-class NodeReached(_Record):
-    """A trajectory node the episode reached."""
-
-    id: str = Field(description="The node id in the spec's trajectory.")
-    trigger_turn: int | None = Field(default=None, description="Turn at which its trigger event happened.")
-    reached_turn: int | None = Field(default=None, description="Turn at which its key delta happened (reached).")
-
-
-class FlagCounts(_Record):
-    """Flags the conflict check raised over an episode, and what became of the doubtful ones (never dropped)."""
-
-    raised: int = Field(default=0, ge=0, description="Conflicts flagged by the conflict check.")
-    confirmed: int = Field(default=0, ge=0, description="Flags the confirmation step confirmed.")
-    unverified: int = Field(default=0, ge=0, description="Flags whose quote was never verified.")
-    unverified_confirmed: int = Field(default=0, ge=0, description="Of those, confirmed.")
-    withdrawn: int = Field(default=0, ge=0, description="Flags the auditor withdrew on a retry.")
-    withdrawn_confirmed: int = Field(default=0, ge=0, description="Of those, confirmed.")
-    split: int | None = Field(default=None, ge=0, description="With `--audit-votes` K > 1: flags whose samples "
-                                                              "disagreed (short of unanimity either way).")
-    split_confirmed: int | None = Field(default=None, ge=0, description="Of those, confirmed by the majority.")
-
-
-class ScreenProblem(_Record):
-    """One rule an unfair simulated input broke."""
-
-    rule: str = Field(description="world_event, other_character or unknowable.")
-    quote: str = Field(description="The words of the input that break it.")
-    explanation: str = Field(default="", description="The screen's explanation.")
-
-
-class PlayerFault(_Record):
-    """The unfair simulated input that provoked the conflict of a ``player_fault`` episode."""
-
-    turn: int = Field(ge=0, description="The turn it was played at.")
-    input: str = Field(description="The input as played (the last attempt).")
-    problems: list[ScreenProblem] = Field(default_factory=list, description="Why the screen found it unfair.")
-    attempts: int = Field(ge=1, description="Inputs the player gave for that turn (1 + regenerations).")
-
-
-class Screening(_Record):
-    """How a simulated player's inputs fared in the input screen (issue 23); absent for scripted players."""
-
-    inputs: int = Field(default=0, ge=0, description="Turns whose input was screened.")
-    unfair: int = Field(default=0, ge=0, description="Inputs the screen found unfair (every attempt counted).")
-    regenerated: int = Field(default=0, ge=0, description="Inputs asked for again after an unfair one.")
-    played_unfair: int = Field(default=0, ge=0, description="Turns played with an input still unfair.")
-    calls: int = Field(default=0, ge=0, description="Screen calls (retries of invalid answers included).")
-
-
-class SpeculativeUsage(_Record):
-    """Model calls of a turn played ahead and discarded because the episode ended first (pipelining)."""
-
-    calls: int = Field(default=0, ge=0, description="Discarded model calls.")
-    tokens: int = Field(default=0, ge=0, description="Their tokens.")
-    cost_usd: float = Field(default=0.0, ge=0, description="Their cost in US dollars (list prices).")
-
-
-class ForkOrigin(_Record):
-    """Where a forked episode (``ncp fork``) started: it never joins a run's episodes."""
-
-    trace: str | None = Field(default=None, description="The trace the fork was taken from.")
-    turn: int | None = Field(default=None, description="The turn that was sampled again.")
-    sample: int | None = Field(default=None, description="Which sample this episode is (episodes only).")
-
-
-class EpisodeRecord(_Record):
-    """One episode: one run of player, narrator and auditor on one spec (DESIGN 7.4)."""
-
-    spec_id: str = Field(description="The spec's id.")
-    repeat: int = Field(ge=0, description="Which repeat of the spec (0-based; `--repeats`).")
-    termination: Termination = Field(description="How the episode ended. `conflict:*` is a confirmed conflict; "
-                                                 "`error` comes with `error.kind`; `budget`: cut short by the "
-                                                 "run's budget (`cut_by`), censored, owned by the budget; "
-                                                 "`cancelled`: ended in flight after a sequential gate decided "
-                                                 "(`--sequential-cancel`), censored; `player_fault`: an unfair "
-                                                 "simulated input provoked the conflict (`player_fault`); "
-                                                 "`contested`: a conflict short of unanimous `--audit-votes`.")
-    turns: int = Field(ge=0, description="Turns completed.")
-    progress: float = Field(ge=0, le=1, description="Trajectory nodes reached / nodes.")
-    satisfied: float = Field(ge=0, le=1, description="Achievements and orderings whose condition was met / "
-                                                     "those commitments.")
-    held: float | None = Field(default=None, ge=0, le=1,
-                               description="Invariants (world rules included) never violated / invariants; "
-                                           "null when none were audited.")
-    spec_fingerprint: str | None = Field(default=None, description="Hash of the spec as played (resume refuses "
-                                                                   "a spec that changed).")
-    failure: Failure | None = Field(default=None, description="The confirmed conflict; null otherwise.")
-    error: ErrorRecord | None = Field(default=None, description="The error that ended the episode; null otherwise.")
-    commitments: dict[str, CommitmentState] = Field(default_factory=dict,
-                                                    description="State of every commitment at the end, by id.")
-    nodes_reached: int | None = Field(default=None, ge=0, description="Number of trajectory nodes reached.")
-    nodes: list[NodeReached] = Field(default_factory=list, description="The nodes reached, in order.")
-    tokens: int = Field(default=0, ge=0, description="Tokens of every model call of the episode.")
-    prompt_tokens: int | None = Field(default=None, ge=0, description="Of those, prompt tokens (null in files "
-                                                                      "from before the split).")
-    completion_tokens: int | None = Field(default=None, ge=0, description="Of those, completion tokens.")
-    cached_tokens: int | None = Field(default=None, ge=0, description="Of the prompt tokens, those a provider's "
-                                                                      "prompt cache served (priced at the cached "
-                                                                      "rate).")
-    cost_usd: float = Field(default=0.0, ge=0, description="Cost of those calls in US dollars (list prices).")
-    trace: str | None = Field(default=None, description="The episode's JSON-lines trace: relative to the results "
-                                                        "folder when inside it.")
-    speculative: SpeculativeUsage | None = Field(default=None, description="Calls played ahead and discarded.")
-    truncated_calls: int = Field(default=0, ge=0, description="Model answers cut off at their token limit.")
-    structured_output: dict[str, str] = Field(default_factory=dict,
-                                              description="Structured-output mode used, by `endpoint|model`.")
-    flags: FlagCounts | None = Field(default=None, description="What became of every flag of the conflict check.")
-    fork: ForkOrigin | None = Field(default=None, description="Set on forked episodes (`ncp fork`) only.")
-    cut_by: str | None = Field(default=None, description="With termination `budget`: the option that cut the "
-                                                         "episode short (`max-cost`).")
-    player_fault: PlayerFault | None = Field(default=None, description="Set when `termination` is `player_fault`.")
-    screening: Screening | None = Field(default=None, description="Simulated players only: the input screen's "
-                                                                  "counts.")
-
-    @property
-    def key(self) -> str:
-        """``spec--rN``: the episode in ``expected``/``finished``, trace names and resume."""
-        return episode_key(self.spec_id, self.repeat)
-
-    def record(self) -> dict[str, Any]:
-        """The episode as the plain dict the metrics (pure functions over records) read: its fields as given."""
-        return self.model_dump(mode="json", exclude_unset=True)
 
 
 class Models(_Record):
@@ -545,7 +383,7 @@ class VerdictRecord(_Record):
 class RunResults(_Record):
     """A run's ``results.json``: its settings, every episode, the figures, and whether it is complete."""
 
-    version: Literal[2] = Field(default=RESULTS_VERSION, description="Format version; older versions are upgraded "
+    version: Literal[3] = Field(default=RESULTS_VERSION, description="Format version; older versions are upgraded "
                                                                      "on load.")
     complete: bool = Field(description="True only when the run ended and every expected episode finished. "
                                        "False while it runs (the file is rewritten as episodes end), after "
@@ -596,10 +434,6 @@ class RunResults(_Record):
         have = set(self.finished)
         return [k for k in self.expected if k not in have]
 
-    def records(self) -> list[dict[str, Any]]:
-        """The episodes as plain dicts: what ``analysis.metrics`` and ``analysis.compare`` compute from."""
-        return [e.record() for e in self.episodes]
-
     def document(self) -> dict[str, Any]:
         """The file's JSON document: the fields the file (or the builder) gave, defaults left out."""
         return self.model_dump(mode="json", exclude_unset=True)
@@ -642,14 +476,18 @@ def _upgrade_1(data: dict[str, Any], name: str) -> dict[str, Any]:
         # The rule runs of version 1 applied (core/options.survival_turn): 20, or max_turns when lower.
         max_turns = config.get("max_turns") if isinstance(config, dict) else None
         turn = survival_turn(max_turns) if isinstance(max_turns, int) and max_turns >= 1 else DEFAULT_SURVIVAL_TURN
-    records = [e.record() for e in episodes]
     return {**data, "version": 2, "complete": False, "stopped": "unrecorded", "expected": [],
             "finished": sorted(e.key for e in episodes),
-            "metrics": compute_metrics(records, survival_turn=turn)}
+            "metrics": compute_metrics(episodes, survival_turn=turn)}
+
+
+def _upgrade_2(data: dict[str, Any], name: str) -> dict[str, Any]:
+    """Version 3 stores the same episode fields (they became the engine's own record): nothing to change."""
+    return {**data, "version": 3}
 
 
 # version -> the step that turns a document of that version into one of the next version.
-_UPGRADES: dict[int, Callable[[dict[str, Any], str], dict[str, Any]]] = {1: _upgrade_1}
+_UPGRADES: dict[int, Callable[[dict[str, Any], str], dict[str, Any]]] = {1: _upgrade_1, 2: _upgrade_2}
 SUPPORTED_VERSIONS: tuple[int, ...] = (*sorted(_UPGRADES), RESULTS_VERSION)
 
 
@@ -710,7 +548,7 @@ def _first_problem(exc: ValidationError, name: str, prefix: tuple[int | str, ...
         what = f"a whole number {'>=' if kind == 'greater_than_equal' else '<='} {ctx.get('ge', ctx.get('le'))}"
     elif kind in ("greater_than_equal", "less_than_equal"):
         what = f"a number {'>=' if kind == 'greater_than_equal' else '<='} {ctx.get('ge', ctx.get('le'))}"
-    elif kind == "literal_error":
+    elif kind in ("literal_error", "enum"):
         what = f"one of {ctx.get('expected')}"
     elif kind in _EXPECTED:
         what = _EXPECTED[kind]
@@ -746,12 +584,12 @@ def load_results(path: str | Path) -> RunResults:
     return parse_results(data, str(p))
 
 
-def build_results(config: Mapping[str, Any], episodes: Iterable[Mapping[str, Any]], *, survival_turn: int = 20,
+def build_results(config: Mapping[str, Any], episodes: Iterable[EpisodeRecord], *, survival_turn: int = 20,
                   expected: Iterable[str] | None = None, stopped: Stopped | None = None,
                   shard: Mapping[str, int] | None = None, canaries: Mapping[str, Any] | None = None,
                   merge: Mapping[str, Any] | None = None, sequential: Mapping[str, Any] | None = None,
                   verdict: Mapping[str, Any] | None = None) -> RunResults:
-    """The results of a run from its episode records (``EpisodeResult.to_dict()``).
+    """The results of a run from its episode records (``EpisodeResult.record``).
 
     ``expected`` are the episode keys the run set out to finish (default: the episodes given).
     ``stopped`` is None when the run has ended, ``"running"`` while a host rewrites the file as
@@ -762,13 +600,13 @@ def build_results(config: Mapping[str, Any], episodes: Iterable[Mapping[str, Any
     ``VerdictRecord`` (``report.verdict.verdict_record``).
     Raises ``RunFileError`` when a record does not fit the format (a bug of the writer, never silent).
     """
-    records = sorted((dict(e) for e in episodes), key=lambda e: (e["spec_id"], e["repeat"]))
+    records = sorted(episodes, key=lambda e: (e.spec_id, e.repeat))
     # The structured-output mode each model ended up with (``auto`` chooses per endpoint and model);
     # gathered from the episodes, so it is the same with or without pytest-xdist.
     modes: dict[str, str] = {}
     for e in records:
-        modes.update(e.get("structured_output") or {})
-    finished = sorted(episode_key(e["spec_id"], e["repeat"]) for e in records)
+        modes.update(e.structured_output)
+    finished = sorted(e.key for e in records)
     planned = sorted(set(expected)) if expected is not None else finished
     if sequential is not None:
         planned = sorted(set(planned) - set(sequential.get("unstarted") or ()))
@@ -817,7 +655,8 @@ def results_json_schema() -> dict[str, Any]:
 __all__ = ["RESULTS_FILE", "RESULTS_VERSION", "SUPPORTED_VERSIONS", "Agreement", "Blame", "BlameRow", "Canaries",
            "CanaryCase", "EpisodeRecord", "ErrorRecord", "Failure", "FlagCounts", "ForkOrigin", "MergeRecord",
            "MergedSequentialRecord", "Metrics", "Models", "NodeReached", "PairedRecord", "PlayerFault",
-           "RunConfigRecord", "RunResults", "Screening", "SequentialGateRecord", "SequentialOutcome",
-           "SequentialRecord", "ShardRecord", "SpeculativeUsage", "Stopped", "SurvivalPoint", "VerdictCheck", "VerdictRecord",
+           "RunConfigRecord", "RunResults", "ScreenProblem", "Screening", "SequentialGateRecord", "SequentialOutcome",
+           "SequentialRecord", "ShardRecord", "SpeculativeUsage", "Stopped", "SurvivalPoint", "VerdictCheck",
+           "VerdictRecord",
            "build_results", "load_results", "parse_results", "results_json_schema", "results_path", "split_key",
            "write_results"]

@@ -23,17 +23,20 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ..core.config import episode_key
+from ..core.endings import Termination
 from .metrics import survived_at
 from .sequential import (
     FAIL, NON_INFERIOR, PASS, REGRESSION, PairedSequentialTest, SequentialGate, StartOrder, seeded_order,
     shard_alpha, shard_slice,
 )
 
+if TYPE_CHECKING:
+    from ..core.records import EpisodeRecord
+
 Job = tuple[str, int]  # (spec_id, repeat)
-CANCELLED = "cancelled"  # the termination of an episode cancelled in flight (``--sequential-cancel``)
 
 
 def episode_order(jobs: Iterable[Job], seed: int | str, shard: tuple[int, int] | None = None) -> list[Job]:
@@ -86,7 +89,7 @@ class SequentialRun:
     """One run's sequential checks over its episode records (module docstring).
 
     The host calls ``start(job)`` before it starts an episode (False once the run stopped: do not start it) and
-    ``finished(record)`` when one ends (an episode record, ``EpisodeResult.to_dict()``). A host whose episodes
+    ``finished(record)`` when one ends (``EpisodeResult.record``). A host whose episodes
     are started elsewhere (pytest-xdist workers, told by a file) calls ``skip(job)`` for each one it learns was
     never started. ``baseline`` maps (spec_id, repeat) to the base run's survival at ``plan.turn`` (None:
     censored or missing) and adds the paired regression check. Safe to share between threads (the pytest
@@ -126,17 +129,17 @@ class SequentialRun:
             if job in self._jobs and job not in self.unstarted and job not in self._finished:
                 self.unstarted.append(job)
 
-    def finished(self, record: Mapping[str, Any]) -> str | None:
+    def finished(self, record: EpisodeRecord) -> str | None:
         """Read one finished episode; returns what stopped the run, once something has (``stopped_by``)."""
         with self._lock:
             return self._finished_locked(record)
 
-    def _finished_locked(self, record: Mapping[str, Any]) -> str | None:
-        job = (str(record["spec_id"]), int(record["repeat"]))
+    def _finished_locked(self, record: EpisodeRecord) -> str | None:
+        job = (record.spec_id, record.repeat)
         if job not in self._jobs or job in self._finished:
             return self.stopped_by  # not one of this run's (a fork), or already read (resumed, then reported)
         self._finished.add(job)
-        if record.get("termination") == CANCELLED:
+        if record.termination is Termination.CANCELLED:
             self.cancelled.append(job)
         for ready, rec in self._buffer.add(job, record):
             done = (str(ready[0]), int(ready[1]))
@@ -208,12 +211,12 @@ class SequentialRun:
         }
 
 
-def baseline_outcomes(records: Iterable[Mapping[str, Any]], turn: int) -> dict[Job, bool | None]:
+def baseline_outcomes(records: Iterable[EpisodeRecord], turn: int) -> dict[Job, bool | None]:
     """(spec_id, repeat) -> the base run's survival at ``turn`` (None when censored): the paired check's base side."""
-    return {(str(e["spec_id"]), int(e["repeat"])): survived_at(e, turn) for e in records}
+    return {(e.spec_id, e.repeat): survived_at(e, turn) for e in records}
 
 
-def paired_check(base: Iterable[Mapping[str, Any]], new: Iterable[Mapping[str, Any]], *, turn: int,
+def paired_check(base: Iterable[EpisodeRecord], new: Iterable[EpisodeRecord], *, turn: int,
                  margin: float = 0.0, alpha: float = 0.05, seed: int | str = 0,
                  new_jobs: Iterable[Job] | None = None) -> tuple[PairedSequentialTest, int]:
     """``ncp compare BASE NEW --sequential``: the paired check over (spec, repeat) pairs taken in NEW's seeded order
@@ -263,5 +266,5 @@ def merge_sequential(parts: Sequence[Mapping[str, Any]]) -> MergedSequential:
     return MergedSequential(merged.verdict, merged.e_pass, merged.e_fail, merged.conflict, record)
 
 
-__all__ = ["CANCELLED", "EarlyStop", "Job", "MergedSequential", "SequentialPlan", "SequentialRun",
+__all__ = ["EarlyStop", "Job", "MergedSequential", "SequentialPlan", "SequentialRun",
            "baseline_outcomes", "episode_order", "merge_sequential", "paired_check"]

@@ -43,18 +43,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
 
-from ..core.config import episode_key
 from ..core.exit_codes import EXIT_COST_CAP, EXIT_ERROR_BUDGET, EXIT_FAILED, EXIT_OK
-from .metrics import BudgetVerdict, Gate, GateVerdict, error_budget, is_cut, is_narrator_error
+from ..core.endings import Ending
+from .metrics import BudgetVerdict, Gate, GateVerdict, error_budget
 
 if TYPE_CHECKING:
+    from ..core.records import EpisodeRecord
     from .compare import Comparison
     from .sequential import GateVerdict as SequentialVerdict
     from .sequential import PairedSequentialTest, SequentialGate
     from .sequential_run import EarlyStop
 
 Decision = Literal["passed", "failed", "undecided"]
-Episode = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,7 @@ class Verdict:
         return part if isinstance(part, SurvivalGate) else None
 
 
-def decide(records: Sequence[Episode], *, gate: Gate | None = None, max_error_rate: float = 0.0,
+def decide(records: Sequence[EpisodeRecord], *, gate: Gate | None = None, max_error_rate: float = 0.0,
            expected: Iterable[str] | None = None, interrupted: bool = False,
            canaries: CanaryResult | None = None, baseline: BaselineResult | None = None,
            sequential: SequentialGate | None = None, early: EarlyStop | None = None,
@@ -206,7 +206,7 @@ def decide(records: Sequence[Episode], *, gate: Gate | None = None, max_error_ra
     stopped (``SequentialRun.summary()``). ``max_cost`` is the cost cap (``--max-cost``), None without one.
     """
     records = list(records)
-    finished = {episode_key(str(e["spec_id"]), int(e["repeat"])) for e in records}
+    finished = {e.key for e in records}
     wanted = sorted(set(expected)) if expected is not None else sorted(finished)
     missing = tuple(k for k in wanted if k not in finished)
     complete = not interrupted and not missing
@@ -215,16 +215,15 @@ def decide(records: Sequence[Episode], *, gate: Gate | None = None, max_error_ra
                                       missing, interrupted)]
     budget = error_budget(records, max_error_rate)
     parts.append(Budget("failed" if budget.exceeded else "passed", budget))
-    cut = sum(is_cut(e) and e.get("cut_by", "max-cost") == "max-cost" for e in records)
+    cut = sum(e.ending is Ending.BUDGET and e.cut_by in (None, "max-cost") for e in records)
     if max_cost is not None:
-        spent = sum(float(e.get("cost_usd") or 0) + float((e.get("speculative") or {}).get("cost_usd") or 0)
-                    for e in records)
+        spent = sum(e.cost_usd + (e.speculative.cost_usd if e.speculative else 0.0) for e in records)
         canaries_cut = canaries is not None and canaries.cut_by is not None
         parts.append(CostCap("undecided" if cut or canaries_cut else "passed", max_cost, cut, spent, canaries_cut))
     if gate is not None:
         parts.append(_gate(gate, records, max_error_rate, complete, sequential, early, cut))
     else:
-        count = sum(is_narrator_error(e) for e in records)
+        count = sum(e.ending is Ending.NARRATOR_ERROR for e in records)
         parts.append(NarratorErrors("failed" if count else "passed", count))
     if canaries is not None:
         parts.append(Canaries(_canary_decision(canaries), canaries))
@@ -243,7 +242,7 @@ def decide(records: Sequence[Episode], *, gate: Gate | None = None, max_error_ra
     return Verdict(tuple(parts), code, episodes=len(records))
 
 
-def _gate(gate: Gate, records: list[Episode], max_error_rate: float, complete: bool,
+def _gate(gate: Gate, records: list[EpisodeRecord], max_error_rate: float, complete: bool,
           sequential: SequentialGate | None, stop: EarlyStop | None, cut: int = 0) -> SurvivalGate:
     fixed = gate.check(records, max_error_rate)
     early = sequential.verdict(fixed.passed) if sequential is not None else None

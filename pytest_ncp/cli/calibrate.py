@@ -145,17 +145,19 @@ def run_calibration(cases: list, *, model: str, api_base: str | None = None, con
                     client_settings: dict | None = None) -> dict:
     """Audit every case with ``model`` and score it: the content of calibration.json.
 
-    ``client_settings`` are the ``ModelClient`` options of ``cli.model_call_options`` (timeout, deadline,
-    max tokens, structured-output and system-prompt modes), the same as an ``ncp run`` would use.
+    ``client_settings`` are the RunConfig fields of the model-call options (``common.client_settings``: timeout,
+    deadline, max tokens, structured-output and system-prompt modes), the same as an ``ncp run`` would use.
     """
     from ..engine.auditor import LLMAuditor
     from ..calibration.audit import CALIBRATION_VERSION, audit_cases
     from ..calibration.goldset import balance
     from ..calibration.scoring import score
+    from ..core.config import RunConfig
     from ..llm import ModelClient, scrub
     from ..prompts import PROMPT_VERSION
 
-    client = ModelClient(api_base=api_base, concurrency=concurrency, **(client_settings or {}))
+    client = ModelClient.from_config(RunConfig(**{**(client_settings or {}), "api_base": api_base,
+                                                  "concurrency": concurrency}))
     transport = None
     if record_mode:
         from ..llm.cassette import CassetteTransport

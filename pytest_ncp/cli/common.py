@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from ..core.exit_codes import EXIT_ERROR_BUDGET, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from ..core.options import (
     CALL_OPTIONS, FLAG, ITEMS, PATHS, Front, Option, Resolved, resolve_options, share, whole,
 )
 
+if TYPE_CHECKING:
+    from ..core.config import RunConfig
+
 __all__ = [
     "EXIT_ERROR_BUDGET", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "add_options", "check_specs",
-    "client_settings", "error_rate", "load_specs_or_report", "positive", "resolve_args", "summary", "usage",
-    "whole_number",
+    "call_config", "client_settings", "error_rate", "load_specs_or_report", "positive", "resolve_args", "summary",
+    "usage", "whole_number",
 ]
 
 
@@ -69,6 +72,14 @@ def client_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The RunConfig fields of the model-call options (``CALL_OPTIONS``), resolved; ValueError for bad values."""
     opts = resolve_args(args)
     return {o.field_name: opts[o.name] for o in CALL_OPTIONS}
+
+
+def call_config(args: argparse.Namespace, **fields: Any) -> RunConfig:
+    """The run settings of a command that calls a model but plays no episode: its model-call options
+    (``client_settings``) and ``fields``, for ``ModelClient.from_config``; ValueError for bad values."""
+    from ..core.config import RunConfig
+
+    return RunConfig(**{**client_settings(args), **fields})
 
 
 def whole_number(minimum: int) -> Callable[[str], int]:

@@ -105,7 +105,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ..analysis.metrics import error_budget
     from ..report.verdict import budget_line
 
-    budgets = [(name, error_budget(run.records(), args.max_error_rate)) for name, run in (("base", base), ("new", new))]
+    budgets = [(name, error_budget(run.episodes, args.max_error_rate)) for name, run in (("base", base), ("new", new))]
     for name, budget in budgets:
         if budget.unknown or budget.exceeded:
             print(budget_line(budget, f"{name} run"))
@@ -150,10 +150,10 @@ def _sequential(base: RunResults, new: RunResults, args: argparse.Namespace, tur
     from ..analysis.sequential_run import paired_check
 
     seed = new.config.seed if new.config.seed is not None else 0
-    planned_jobs = {(str(e["spec_id"]), int(e["repeat"])) for e in new.records()}
+    planned_jobs = {(e.spec_id, e.repeat) for e in new.episodes}
     for key in [*(new.sequential.unstarted if new.sequential is not None else []), *(new.expected or [])]:
         planned_jobs.add(split_key(key))
-    check, planned = paired_check(base.records(), new.records(), turn=turn, margin=args.margin,
+    check, planned = paired_check(base.episodes, new.episodes, turn=turn, margin=args.margin,
                                   alpha=args.alpha, seed=seed, new_jobs=planned_jobs)
     lo, hi = check.drop_bounds()
     bounds = f"anytime-valid {1 - args.alpha:.0%} bounds of the drop {lo:+.1%} to {hi:+.1%}"

@@ -13,8 +13,8 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.options import CALL_OPTIONS
-from .common import EXIT_FAILED, EXIT_OK, add_options, client_settings, usage
+from ..core.options import CALL_OPTIONS, default
+from .common import EXIT_FAILED, EXIT_OK, add_options, call_config, usage
 
 OK, FIX, FAIL, INFO = "ok", "FIX", "FAIL", "info"
 
@@ -68,11 +68,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     model = args.model if "/" in args.model or not args.api_base else f"openai/{args.model}"
     try:
-        settings = client_settings(args)
+        # The doctor tries every structured-output mode itself, from the client's first (auto).
+        config = call_config(args, api_base=args.api_base, structured_output=default("structured-output"))
     except ValueError as exc:
         return usage(str(exc))
-    settings.pop("structured_output")  # the doctor tries every mode itself
-    client = ModelClient(api_base=args.api_base, max_retries=1, backoff=0.2, **settings)
+    client = ModelClient.from_config(config, max_retries=1, backoff=0.2)
     print(f"ncp doctor: {model} at {client.endpoint(model)}")
     usable = asyncio.run(_run(client, model, args.api_base, args.structured_output, print))
     return EXIT_OK if usable else EXIT_FAILED

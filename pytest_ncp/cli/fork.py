@@ -57,6 +57,7 @@ def register(sub: Any) -> None:
 def cmd_fork(args: argparse.Namespace) -> int:
     from ..engine.auditor import LLMAuditor
     from ..core.config import DEFAULT_AUDITOR_MODEL, RunConfig
+    from ..core.options import default
     from ..engine.fork import ForkError, EpisodeState, fork, fork_results
     from ..llm import ModelClient
     from ..engine.narrators import NarratorLoadError, load_narrator
@@ -82,7 +83,10 @@ def cmd_fork(args: argparse.Namespace) -> int:
         auditor_model=args.auditor_model or recorded.get("auditor_model") or DEFAULT_AUDITOR_MODEL,
         api_base=args.api_base, max_turns=state.turn + args.continue_turns, concurrency=max(args.samples, 1),
         survival_turn=state.turn + args.continue_turns, record_mode=args.record_mode, cassettes=args.cassettes,
-        audit_votes=int(recorded.get("audit_votes") or 1), **call_settings)
+        audit_votes=int(recorded.get("audit_votes") or 1),
+        # The recorded episode's own limits: the fork replays it as it was judged.
+        max_response_chars=int(recorded.get("max_response_chars") or default("max-response-chars")),
+        player_retries=int(recorded.get("player_retries", default("player-retries"))), **call_settings)
     problems = config.validate()
     if not config.narrator:
         problems.append("the trace records no narrator: give --narrator module:Attr")
@@ -92,7 +96,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
         narrator_factory = load_narrator(config.narrator or "")  # checked above: a narrator is named
     except NarratorLoadError as exc:
         return usage(str(exc))
-    client = ModelClient(**config.client_options())
+    client = ModelClient.from_config(config)
     cassettes = None
     if config.record_mode is not None:
         from ..llm.cassette import CassetteTransport
@@ -106,9 +110,9 @@ def cmd_fork(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("forks") / f"{spec.id}-t{state.turn}"
     try:
         outcome = asyncio.run(fork(
-            state, spec, narrator_factory=narrator_factory, auditor=LLMAuditor(client, config.auditor_model, votes=config.audit_votes),
+            state, spec, config, narrator_factory=narrator_factory, auditor=LLMAuditor.from_config(config, client),
             samples=args.samples, continue_turns=args.continue_turns, client=client, player_factory=player_factory,
-            narrator_model=config.narrator_model, out_dir=out, config=config.to_dict()))
+            out_dir=out))
     except ForkError as exc:
         print(f"ncp fork: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

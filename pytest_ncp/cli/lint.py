@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .common import EXIT_FAILED, EXIT_OK, check_specs
+from ..core.options import CALL_OPTIONS
+from .common import EXIT_FAILED, EXIT_OK, add_options, call_config, check_specs, usage
+
+if TYPE_CHECKING:
+    from ..core.config import RunConfig
 
 
 def register(sub: Any) -> None:
@@ -25,7 +29,7 @@ def register(sub: Any) -> None:
                    help="also ask this litellm model for the defects text rules cannot see (llm-* rules; "
                         "one call per valid spec); without it the linter makes no model call")
     p.add_argument("--api-base", help="OpenAI-compatible endpoint for --llm (overrides env vars)")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per --llm call (default 300)")
+    add_options(p, CALL_OPTIONS, "lint")  # --llm's calls are shaped as in ncp run
     p.set_defaults(func=cmd_lint)
 
 
@@ -45,7 +49,11 @@ def cmd_lint(args: argparse.Namespace) -> int:
     specs, errors, findings = checked
     failed: list[str] = []
     if args.llm:
-        llm_found, failed = _llm_findings(args, specs)
+        try:
+            config = call_config(args, api_base=args.api_base)
+        except ValueError as exc:
+            return usage(str(exc), "ncp lint")
+        llm_found, failed = _llm_findings(args, specs, config)
         for finding in llm_found if not args.summary else ():
             print(finding)
         for problem in failed:
@@ -60,7 +68,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     return EXIT_FAILED if findings or errors or failed else EXIT_OK
 
 
-def _llm_findings(args: argparse.Namespace, specs: list) -> tuple[list, list[str]]:
+def _llm_findings(args: argparse.Namespace, specs: list, config: RunConfig) -> tuple[list, list[str]]:
     """Model-assisted findings for every spec, concurrently; a spec the model could not check is a problem."""
     import asyncio
     from pathlib import Path
@@ -68,7 +76,7 @@ def _llm_findings(args: argparse.Namespace, specs: list) -> tuple[list, list[str
     from ..llm import ModelClient, ModelError
     from ..lint.model import LLMLintError, llm_findings
 
-    client = ModelClient(api_base=args.api_base, timeout=args.timeout)
+    client = ModelClient.from_config(config)
 
     async def one(spec) -> list:  # noqa: ANN001
         return await llm_findings(spec, Path(spec.path).read_text(encoding="utf-8"), client, args.llm)

@@ -32,7 +32,7 @@ def register(sub: Any) -> None:
 
 def cmd_reaudit(args: argparse.Namespace) -> int:
     import asyncio
-    from ..engine.episode import episode_line
+    from ..report.progress import episode_line
     from ..analysis.metrics import compute_metrics
     from ..engine.reaudit import check_distinct, find_traces, read_recorded, reaudit, reaudit_config, resolve_specs
     from ..core.traces import RunFileError
@@ -63,8 +63,8 @@ def cmd_reaudit(args: argparse.Namespace) -> int:
                             api_base=args.api_base, concurrency=args.concurrency, timeout=args.timeout)
     print(f"re-auditing {len(recorded)} recorded episode(s) of {args.source} with {args.auditor_model}")
     results = asyncio.run(reaudit(recorded, specs, config, out_dir=out,
-                                  on_episode=lambda r: print(episode_line(r), flush=True)))
-    episodes = [r.to_dict() for r in results]
+                                  on_episode=lambda r: print(episode_line(r.record), flush=True)))
+    episodes = [r.record for r in results]
     print(summary(compute_metrics(episodes, survival_turn=config.survival_turn), config.survival_turn))
     changed = sum(r.termination.value != rec.termination for r, rec in zip(results, recorded))
     print(f"{changed} of {len(results)} episode(s) end differently from the source")

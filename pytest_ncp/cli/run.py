@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ..analysis.metrics import Gate
     from ..analysis.sequential_run import SequentialPlan, SequentialRun
     from ..analysis.verdict import CanaryResult
+    from ..core.records import EpisodeRecord
 
 
 def register(sub: Any) -> None:
@@ -78,7 +79,7 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
         return EXIT_USAGE
     assert runner.client is not None
     display = ProgressDisplay(runner.progress, runner.client.usage)
-    runner.on_episode = display.episode_done
+    runner.on_episode = lambda result: display.episode_done(result.record)
     runner.on_stop = lambda monitor: display.line(stopped_line(monitor.summary(), monitor.plan.cancel))
     jobs = runner.jobs(specs)
     problems, canaries = _execute(runner, specs, len(jobs), canary_cases, args, display)
@@ -118,7 +119,7 @@ def _estimate(config: Any, specs: list[Any], canary_cases: list[Any], *, sequent
     return 0
 
 
-def _verdict(entries: list[dict[str, Any]], expected: set[str], gate: Gate | None, canaries: CanaryResult | None,
+def _verdict(entries: list[EpisodeRecord], expected: set[str], gate: Gate | None, canaries: CanaryResult | None,
              problems: list[str], args: argparse.Namespace, monitor: SequentialRun | None = None,
              runner: Any = None) -> int:
     """The run's verdict, through the one function the pytest session uses too: print its lines, return its
@@ -227,7 +228,7 @@ def _execute(runner: Any, specs: list[Any], jobs: int, canary_cases: list[Any], 
 
 
 def _report(runner: Any, jobs: list[tuple[Any, int]], canaries: CanaryResult | None,
-            args: argparse.Namespace) -> list[dict[str, Any]]:
+            args: argparse.Namespace) -> list[EpisodeRecord]:
     """Print the run's summary; the episode records of this run (the verdict's lines follow)."""
     from ..analysis.metrics import compute_metrics
     from ..core.config import episode_key

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..core.files import atomic_write_text
 from ..core.options import CALL_OPTIONS
-from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_options, client_settings, positive, usage
+from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_options, call_config, positive, usage
 
 
 
@@ -133,7 +133,7 @@ def cmd_draft(args: argparse.Namespace) -> int:
         return usage(f"{out} exists; pass --force to overwrite it, or choose another --out", "ncp specs")
     print(f"drafting {out} ({request.title}, {request.year}; player {request.character}) with {args.model}")
     try:
-        client = ModelClient(api_base=args.api_base, **client_settings(args))
+        client = ModelClient.from_config(call_config(args, api_base=args.api_base))
         text, problems = asyncio.run(draft_spec(client, args.model, request, str(out), attempts=args.attempts,
                                                 report=print))
     except ModelError as exc:

@@ -102,8 +102,8 @@ def cmd_stability(args: argparse.Namespace) -> int:
             server = stack.enter_context(ScriptedModelServer())
             install_demo_script(server)
             api_base = server.base_url
-        client = ModelClient(**RunConfig(api_base=api_base, concurrency=args.concurrency,
-                                         timeout=args.timeout).client_options())
+        client = ModelClient.from_config(RunConfig(api_base=api_base, concurrency=args.concurrency,
+                                                   timeout=args.timeout))
         try:
             observations = asyncio.run(reaudit_turns(turns, specs, client=client, model=model, votes=args.votes,
                                                      audit_votes=audit_votes, temperature=temperature,

@@ -73,12 +73,13 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunConfig:
     """Every setting of a run, as plain strings and numbers (serialisable, shared with pytest-xdist).
 
     Defaults and validation come from the option table (``core/options.py``); the front ends build one
-    with ``from_options``."""
+    with ``from_options``. Frozen: the settings a session stored are the ones it reports; a host that
+    needs others (a marker, the demo's server) makes a new value with ``dataclasses.replace``."""
 
     narrator: str | None = default("narrator")
     narrator_model: str | None = default("narrator-model")
@@ -153,13 +154,6 @@ class RunConfig:
             problems.append(f"{spelling.spell('deadline')}={self.deadline:g} must be at least "
                             f"{spelling.spell('timeout')}={self.timeout:g}: a call's deadline covers its requests")
         return problems
-
-    def client_options(self) -> dict[str, Any]:
-        """Keyword arguments of the run's ``ModelClient``."""
-        return {"api_base": self.api_base, "timeout": self.timeout, "deadline": self.deadline, "max_cost": self.max_cost,
-                "max_retries": self.max_retries, "concurrency": self.concurrency,
-                "concurrency_per_endpoint": self.concurrency_per_endpoint, "max_tokens": dict(self.max_tokens),
-                "structured_output": self.structured_output, "system_prompt": self.system_prompt}
 
     def to_dict(self) -> dict[str, Any]:
         from .redact import scrub

@@ -344,7 +344,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("concurrency", whole(1), 16, "episodes and model calls in flight", config=RECORDED, metavar="N"),
     # --- how every model call is bounded and shaped (README "Self-hosted models") ---
     Option("timeout", seconds, 120.0, "seconds per model request; a call with its retries gets 2.5x that, or "
-           "{deadline}", ncp=CALLS, config=RECORDED, metavar="S", defaults={"doctor": 60.0, "specs draft": 300.0}),
+           "{deadline}", ncp=CALLS, config=RECORDED, metavar="S",
+           defaults={"doctor": 60.0, "specs draft": 300.0, "lint": 300.0}),
     Option("deadline", seconds, None, "seconds per model call including its retries", ncp=CALLS,
            config=RECORDED, metavar="S", shown_default="2.5 x {timeout}"),
     Option("concurrency-per-endpoint", whole(1), None, "model requests in flight per endpoint; 1 for servers that "

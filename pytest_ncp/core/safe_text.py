@@ -9,6 +9,7 @@ breaks and tabs stay. (The HTML report escapes its own way.)
 from __future__ import annotations
 
 import re
+import traceback
 
 # C0 controls except tab and newline, DEL, C1 controls, and the Unicode line/paragraph separators and
 # bidirectional overrides that can make a line read differently from what it contains.
@@ -35,3 +36,17 @@ def one_line(text: str | None, width: int = 100) -> str:
         cut = line.find(" ", width)
         return line if cut < 0 else line[:cut].rstrip() + " …"
     return line[:cut].rstrip() + " …"
+
+
+def format_traceback(exc: BaseException) -> str:
+    """A plain traceback (file, line, function, source line) without column carets.
+
+    Episodes run on a background thread; on Python 3.11 computing carets parses source with ``ast``,
+    which is not safe while another thread (pytest itself) parses too ("AST constructor recursion
+    depth mismatch"). Frames without column numbers skip that step.
+    """
+    frames = [traceback.FrameSummary(f.filename, f.lineno, f.name, line=f.line)
+              for f in traceback.extract_tb(exc.__traceback__)]
+    lines = ["Traceback (most recent call last):\n", *traceback.StackSummary.from_list(frames).format()]
+    lines += traceback.format_exception_only(type(exc), exc)
+    return "".join(lines)

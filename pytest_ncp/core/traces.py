@@ -1,16 +1,17 @@
-"""Reading finished runs back: the JSON-lines episode traces ``results.json`` points to.
+"""The JSON-lines episode traces ``results.json`` points to: written as episodes play, read back after.
 
-The one place that finds recorded traces and spec files and reads trace events (``results.py``
-loads and checks the results files themselves); ``ncp compare``/``agree``/``reaudit``/``review``/
-``report``, the HTML report and ``Runner.resume`` all go through it. The files are inputs a person may have moved,
-truncated or edited, so every lookup tolerates a run directory that is no longer where it was
-written, and every problem is a ``RunFileError`` naming the file (and line or entry) and the fix.
+The one place that writes trace events (``TraceWriter``), finds recorded traces and spec files and reads
+trace events (``results.py`` loads and checks the results files themselves); ``ncp compare``/``agree``/
+``reaudit``/``review``/``report``, the HTML report and ``Runner.resume`` all go through it. The files
+are inputs a person may have moved, truncated or edited, so every lookup tolerates a run directory that
+is no longer where it was written, and every problem is a ``RunFileError`` naming the file (and line or entry) and the fix.
 Standard library only: cheap to import.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
@@ -112,6 +113,25 @@ class Trace:
     def end(self) -> dict[str, Any] | None:
         """The end event; None for an episode that was interrupted."""
         return next(iter(self.of("end")), None)
+
+
+class TraceWriter:
+    """Appends one JSON object per line and flushes it, so nothing written is lost on a crash."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh: IO[str] = open(self.path, "w", encoding="utf-8")
+
+    def write(self, event: str, **data: Any) -> None:
+        self._fh.write(json.dumps({"event": event, **data}, ensure_ascii=False, default=str) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
 
 
 def _events(fh: IO[str], path: Path, strict: bool, bad: list[int]) -> Iterator[dict[str, Any]]:

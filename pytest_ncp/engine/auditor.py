@@ -26,146 +26,27 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
+from ..core.config import RunConfig
 from ..core.ledger import LedgerFact
 from ..llm import Completion, ModelClient
 from ..llm.structured import NoValidAnswer, ask_again, ask_json, strip_fences
 from ..prompts import PROMPT_VERSION, call_nonce, macro, render
 from ..core.quotes import check_quote, quote_in  # noqa: F401 - quote_in is part of this module's API
 from ..core.spec import NarrativeSpec
+from ..core.wire import (  # noqa: F401 - the wire contract is part of this module's API, as it was
+    ANSWER_MODELS, CONFLICT_TYPES, SCREEN_RULES, STEPS, WIRE_SCHEMAS, AddedFact, CommitmentCheck, CommitmentState,
+    Confirmation, Conflict, ConflictCheck, ConflictType, FactUpdate, InputScreen, NegatedFact, SatisfiedCommitment,
+    ScreenProblem, ScreenRule, Step, TrajectoryUpdate, response_format,
+)
 
-ConflictType = Literal["fact", "commitment", "player_input"]
-CONFLICT_TYPES: tuple[str, ...] = ("fact", "commitment", "player_input")
-CommitmentState = Literal["PENDING", "SATISFIED", "VIOLATED"]
-
-STEPS = ("conflict_check", "conflict_confirmation", "fact_update", "trajectory_update", "commitment_check",
-         "success_confirmation", "input_screen")
-# What makes a simulated player's input unfair (input_screen.j2 says each in full; docs/specs.md rule 7).
-SCREEN_RULES: tuple[str, ...] = ("world_event", "other_character", "unknowable")
-ScreenRule = Literal["world_event", "other_character", "unknowable"]
 # Votes beyond the first are independent samples: at temperature 0 they would repeat one another (the same
 # prompt, greedy decoding), and their agreement would measure nothing. 0.7 varies the judgement while keeping
 # answers on the schema.
 VOTE_TEMPERATURE = 0.7
-
-
-# --- answers on the wire (exactly the listed fields; DESIGN 7.1) -----------------------------------
-
-
-class _Answer(BaseModel):
-    # strict: no lax coercion, so "no", 0 or "off" is an invalid boolean, not False. Unknown fields are
-    # refused: {"conflicts": [], "verdict": "CONFLICT", ...} is not a clean verdict with a remark.
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class Conflict(_Answer):
-    type: ConflictType
-    fact_ids: list[str]
-    commitment_ids: list[str]
-    quote: str
-    explanation: str
-
-
-class ConflictCheck(_Answer):
-    conflicts: list[Conflict]
-
-
-class Confirmation(_Answer):
-    confirmed: bool
-    explanation: str
-
-
-class AddedFact(_Answer):
-    text: str
-    quote: str
-
-
-class NegatedFact(_Answer):
-    fact_id: str
-    quote: str
-
-
-class FactUpdate(_Answer):
-    added: list[AddedFact]
-    negated: list[NegatedFact]
-
-
-class TrajectoryUpdate(_Answer):
-    trigger_event_occurred: bool
-    key_delta_occurred: bool
-    evidence: str
-
-    @property
-    def advanced(self) -> bool:
-        return self.trigger_event_occurred and self.key_delta_occurred
-
-
-class SatisfiedCommitment(_Answer):
-    commitment_id: str
-    evidence: str
-
-
-class CommitmentCheck(_Answer):
-    satisfied: list[SatisfiedCommitment]
-
-
-class ScreenProblem(_Answer):
-    rule: ScreenRule
-    quote: str
-    explanation: str
-
-
-class InputScreen(_Answer):
-    """A simulated player's input, checked: fair exactly when no problem is found."""
-
-    fair: bool
-    problems: list[ScreenProblem]
-    explanation: str
-
-
-ANSWER_MODELS: dict[str, type[_Answer]] = {
-    "conflict_check": ConflictCheck,
-    "conflict_confirmation": Confirmation,
-    "success_confirmation": Confirmation,
-    "fact_update": FactUpdate,
-    "trajectory_update": TrajectoryUpdate,
-    "commitment_check": CommitmentCheck,
-    "input_screen": InputScreen,
-}
-
-
-def _obj(properties: dict[str, Any]) -> dict[str, Any]:
-    # Strict structured outputs require every property listed and no additional ones.
-    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
-
-
-_STR = {"type": "string"}
-_BOOL = {"type": "boolean"}
-_IDS = {"type": "array", "items": _STR}
-
-WIRE_SCHEMAS: dict[str, dict[str, Any]] = {
-    "conflict_check": _obj({"conflicts": {"type": "array", "items": _obj({
-        "type": {"type": "string", "enum": list(CONFLICT_TYPES)},
-        "fact_ids": _IDS, "commitment_ids": _IDS, "quote": _STR, "explanation": _STR})}}),
-    "conflict_confirmation": _obj({"confirmed": _BOOL, "explanation": _STR}),
-    "success_confirmation": _obj({"confirmed": _BOOL, "explanation": _STR}),
-    "fact_update": _obj({
-        "added": {"type": "array", "items": _obj({"text": _STR, "quote": _STR})},
-        "negated": {"type": "array", "items": _obj({"fact_id": _STR, "quote": _STR})}}),
-    "trajectory_update": _obj({"trigger_event_occurred": _BOOL, "key_delta_occurred": _BOOL, "evidence": _STR}),
-    "commitment_check": _obj({"satisfied": {"type": "array", "items": _obj({
-        "commitment_id": _STR, "evidence": _STR})}}),
-    "input_screen": _obj({"fair": _BOOL, "problems": {"type": "array", "items": _obj({
-        "rule": {"type": "string", "enum": list(SCREEN_RULES)}, "quote": _STR, "explanation": _STR})},
-        "explanation": _STR}),
-}
-
-
-def response_format(step: str) -> dict[str, Any]:
-    return {"type": "json_schema", "json_schema": {"name": step, "schema": WIRE_SCHEMAS[step], "strict": True}}
 
 
 # --- what one turn's audit sees and produces ------------------------------------------------------
@@ -265,15 +146,16 @@ class TurnAudit:
         """Plain data of every verdict (what traces store and snapshots compare)."""
         return {
             "turn": self.turn,
-            "conflict_check": {"conflicts": [c.model_dump() for c in self.flagged]},
+            Step.CONFLICT_CHECK: {"conflicts": [c.model_dump() for c in self.flagged]},
             **({"flag_status": list(self.flag_status)} if any(x != "verified" for x in self.flag_status) else {}),
-            "conflict_confirmation": [v.model_dump() for v in self.confirmations],
+            Step.CONFLICT_CONFIRMATION: [v.model_dump() for v in self.confirmations],
             **({"conflict_votes": [dict(v) for v in self.votes]} if self.votes else {}),
-            "fact_update": self.fact_update.model_dump() if self.fact_update else None,
-            "trajectory_update": self.trajectory.model_dump() if self.trajectory else None,
-            "commitment_check": self.commitments.model_dump() if self.commitments else None,
+            Step.FACT_UPDATE: self.fact_update.model_dump() if self.fact_update else None,
+            Step.TRAJECTORY_UPDATE: self.trajectory.model_dump() if self.trajectory else None,
+            Step.COMMITMENT_CHECK: self.commitments.model_dump() if self.commitments else None,
             **({"step_errors": dict(self.step_errors)} if self.step_errors else {}),
-            **({"success_confirmation": self.success_confirmation.model_dump()} if self.success_confirmation else {}),
+            **({Step.SUCCESS_CONFIRMATION: self.success_confirmation.model_dump()}
+               if self.success_confirmation else {}),
         }
 
 
@@ -315,6 +197,11 @@ class LLMAuditor:
     votes: int = 1  # confirmation samples per flagged conflict (--audit-votes); a strict majority stands
     vote_temperature: float = VOTE_TEMPERATURE  # of every sample when votes > 1
 
+    @classmethod
+    def from_config(cls, config: RunConfig, client: ModelClient) -> LLMAuditor:
+        """The run's auditor: ``config``'s auditor model and votes."""
+        return cls(client, config.auditor_model, votes=config.audit_votes)
+
     async def audit(self, ctx: TurnContext) -> TurnAudit:
         audit = TurnAudit(turn=ctx.turn)
         try:
@@ -331,16 +218,16 @@ class LLMAuditor:
         base = self._variables(ctx)
 
         jobs: dict[str, Any] = {
-            "conflict_check": self._check_conflicts(audit, base),
-            "fact_update": self._ask("fact_update", audit, **base),
+            Step.CONFLICT_CHECK: self._check_conflicts(audit, base),
+            Step.FACT_UPDATE: self._ask(Step.FACT_UPDATE, audit, **base),
         }
         if node is not None:
-            jobs["trajectory_update"] = self._ask("trajectory_update", audit, node=node, **base)
+            jobs[Step.TRAJECTORY_UPDATE] = self._ask(Step.TRAJECTORY_UPDATE, audit, node=node, **base)
         if pending:
-            jobs["commitment_check"] = self._ask(
-                "commitment_check", audit, pending=[self._commitment_view(c, ctx) for c in pending], **base)
+            jobs[Step.COMMITMENT_CHECK] = self._ask(
+                Step.COMMITMENT_CHECK, audit, pending=[self._commitment_view(c, ctx) for c in pending], **base)
         results = await _gather(jobs)
-        check = results["conflict_check"]
+        check = results[Step.CONFLICT_CHECK]
         if isinstance(check, BaseException):
             raise check
         results = {**results, **await self._settle(audit, base, ctx, check)}
@@ -350,9 +237,9 @@ class LLMAuditor:
         # With a confirmed conflict the other steps do not matter (the paper's order): a failed one is
         # recorded, never allowed to turn the conflict into an error.
         audit.step_errors = {step: f"{type(exc).__name__}: {exc}" for step, exc in failed.items()}
-        audit.fact_update = _value(results["fact_update"])
-        audit.trajectory = _value(results.get("trajectory_update"))
-        audit.commitments = _value(results.get("commitment_check"))
+        audit.fact_update = _value(results[Step.FACT_UPDATE])
+        audit.trajectory = _value(results.get(Step.TRAJECTORY_UPDATE))
+        audit.commitments = _value(results.get(Step.COMMITMENT_CHECK))
         return audit
 
     async def judge_conflicts(self, ctx: TurnContext) -> TurnAudit:
@@ -405,7 +292,7 @@ class LLMAuditor:
         votes = max(1, int(self.votes))
         temperature = self.temperature if votes == 1 else self.vote_temperature
         jobs = {
-            f"{i}.{k}": self._ask("conflict_confirmation", audit, temperature=temperature, **{
+            f"{i}.{k}": self._ask(Step.CONFLICT_CONFIRMATION, audit, temperature=temperature, **{
                 **base, "conflict": c, "unverified": status != "verified", "withdrawn": status == "withdrawn",
                 # The turn's blocks keep the turn's code (the prompt shares its prefix with the other steps');
                 # the flag's own blocks get a code of everything this call shows.
@@ -434,7 +321,7 @@ class LLMAuditor:
                 decided.append(Confirmation(confirmed=False, explanation=no[0].explanation))
             else:
                 decided.append(next((a for a in samples if isinstance(a, BaseException)), AuditorError(
-                    "conflict_confirmation", [f"the {votes} votes on conflicts[{i}] are tied ({len(yes)} confirm, "
+                    Step.CONFLICT_CONFIRMATION, [f"the {votes} votes on conflicts[{i}] are tied ({len(yes)} confirm, "
                                               f"{len(no)} reject, {invalid} invalid): no majority either way"],
                     [json.dumps(v) for v in audit.votes[-1]["answers"]])))
         return decided
@@ -445,7 +332,7 @@ class LLMAuditor:
         nonce = call_nonce(ctx.player_input, *(text for pair in ctx.history for text in pair))
         collect = TurnAudit(turn=ctx.turn)
         try:
-            return await self._ask("input_screen", collect, ctx=ctx, spec=ctx.spec, player=ctx.spec.player,
+            return await self._ask(Step.INPUT_SCREEN, collect, ctx=ctx, spec=ctx.spec, player=ctx.spec.player,
                                    turn=ctx.turn, history=list(ctx.history), player_input=ctx.player_input,
                                    nonce=nonce)
         except AuditorError as exc:
@@ -480,7 +367,7 @@ class LLMAuditor:
         audit = TurnAudit(turn=ctx.turn)
         base = self._variables(ctx)
         evidence = [e for _, e in claims]
-        return await self._ask("success_confirmation", audit, **base,
+        return await self._ask(Step.SUCCESS_CONFIRMATION, audit, **base,
                                evidence_nonce=call_nonce(ctx.previous_response, ctx.player_input, ctx.response,
                                                          *evidence),
                                claims=[{"id": c.id, "text": c.text, "evidence": e} for c, e in claims])
@@ -496,18 +383,19 @@ class LLMAuditor:
         attempt gave a fully valid answer, the AuditorError that stands unless a flag is confirmed.
         """
         ctx: TurnContext = base["ctx"]
-        messages = render("conflict_check", **base)
+        messages = render(Step.CONFLICT_CHECK, **base)
         raised: dict[tuple[Any, ...], tuple[Conflict, bool]] = {}  # flag key -> (latest version, verified)
         final: set[tuple[Any, ...]] | None = None
         answers: list[str] = []
         problems: list[str] = []
         for attempt in range(1, self.max_attempts + 1):
             completion = await self.client.complete(
-                "auditor", self.model, messages, step="conflict_check", response_format=response_format("conflict_check"),
+                "auditor", self.model, messages, step=Step.CONFLICT_CHECK,
+                response_format=response_format(Step.CONFLICT_CHECK),
                 temperature=self.temperature)
             audit.calls.append(completion)
             answers.append(completion.text)
-            answer, problems = decode_answer("conflict_check", completion.text)
+            answer, problems = decode_answer(Step.CONFLICT_CHECK, completion.text)
             repairs: list[str] = []
             if answer is not None:
                 for i, c in enumerate(answer.conflicts):
@@ -528,7 +416,7 @@ class LLMAuditor:
             if completion.truncated:
                 problems = [*problems, f"the answer was cut at max_tokens={completion.max_tokens} "
                                        "(finish_reason=length); raise the auditor's limit (--max-tokens auditor=N)"]
-            audit.rejected_answers.append({"step": "conflict_check", "attempt": attempt, "answer": completion.text,
+            audit.rejected_answers.append({"step": Step.CONFLICT_CHECK, "attempt": attempt, "answer": completion.text,
                                            "problems": list(problems), "finish_reason": completion.finish_reason,
                                            "output_mode": completion.output_mode})
             hint = (" Repair the quote of " + " and of ".join(repairs) + ": copy the exact words of the narrator's "
@@ -543,7 +431,7 @@ class LLMAuditor:
                 flags.append((conflict, "verified" if verified else "unverified"))
             else:
                 flags.append((conflict, "unverified"))
-        unresolved = None if final is not None else AuditorError("conflict_check", problems, answers)
+        unresolved = None if final is not None else AuditorError(Step.CONFLICT_CHECK, problems, answers)
         if unresolved is not None and not flags:
             raise unresolved
         return flags, unresolved
@@ -567,7 +455,8 @@ class LLMAuditor:
 
         try:
             return await ask_json(self.client, "auditor", self.model, render(step, **variables), parse=parse,
-                                  attempts=self.max_attempts, retry=_SCREEN_RETRY if step == "input_screen" else _RETRY,
+                                  attempts=self.max_attempts,
+                                  retry=_SCREEN_RETRY if step == Step.INPUT_SCREEN else _RETRY,
                                   step=step, response_format=response_format(step),
                                   temperature=self.temperature if temperature is None else temperature,
                                   on_answer=seen)

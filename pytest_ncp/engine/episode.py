@@ -8,16 +8,12 @@ it is audited, so an interrupted run keeps everything it did.
 from __future__ import annotations
 
 import asyncio
-import enum
-import json
-import os
-import traceback
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
-from .auditor import Auditor, AuditorError, CommitmentState, ScreenContext, TurnAudit, TurnContext
-from ..core.config import DEFAULT_MAX_RESPONSE_CHARS, episode_key, episode_name
+from .auditor import Auditor, AuditorError, ScreenContext, TurnAudit, TurnContext
+from ..core.config import DEFAULT_MAX_RESPONSE_CHARS, RunConfig, episode_key
 from ..core.options import default
 from ..core.ledger import FactLedger
 from ..llm import (
@@ -27,84 +23,14 @@ from .narrators import Narrator, NarratorContext, accepts_argument, call_maybe_a
 from .players import Player, PlayerView, ScriptedPlayer
 from ..core.quotes import words
 from ..core.reading import read
-from ..core.safe_text import one_line
+from ..core.records import (
+    Agreement, CommitmentState, Ending, EpisodeRecord, ErrorKind, ErrorRecord, Failure, FlagCounts, ForkOrigin,
+    NodeReached, Owner, PlayerFault, Screening, SpeculativeUsage, Termination,
+)
+from ..core.safe_text import format_traceback, one_line
 from ..prompts import PROMPT_VERSION
 from ..core.spec import NarrativeSpec
-from ..core.traces import read_trace
-
-
-class Termination(str, enum.Enum):
-    CONFLICT_FACT = "conflict:fact"
-    CONFLICT_COMMITMENT = "conflict:commitment"
-    CONFLICT_PLAYER_INPUT = "conflict:player_input"
-    SUCCESS = "success"
-    TURN_LIMIT = "turn_limit"
-    # The scripted player ran out of inputs before the turn limit: survived, not successful,
-    # counted beside turn_limit (never a failure, never an error).
-    SCRIPT_EXHAUSTED = "script_exhausted"
-    ERROR = "error"
-    # Cut short by the run's budget (--max-cost refused a model call): right-censored at its last turn, owned
-    # by the budget (DESIGN 7.5), never a narrator failure and never an unknown outcome of the error budget.
-    BUDGET = "budget"
-    # A sequential gate decided and --sequential-cancel ended the episode at its next turn: right-censored at its
-    # last turn (never a failure, never an unknown outcome; DESIGN 7.5's owner "budget").
-    CANCELLED = "cancelled"
-    # A confirmed conflict provoked by a simulated player's input the screen found unfair (still unfair after
-    # its regenerations): the player simulator's fault, an unknown outcome, never a narrator failure.
-    PLAYER_FAULT = "player_fault"
-    # A conflict that stood on a majority of --audit-votes samples short of unanimity: the auditor's doubt, an
-    # unknown outcome (analysis/owners.py).
-    CONTESTED = "contested"
-
-    @property
-    def is_conflict(self) -> bool:
-        return self.value.startswith("conflict:")
-
-    def __str__(self) -> str:
-        return self.value
-
-
-@dataclass(frozen=True)
-class Failure:
-    """The confirmed conflict that ended an episode."""
-
-    turn: int
-    type: str
-    fact_ids: list[str]
-    commitment_ids: list[str]
-    quote: str
-    explanation: str
-    confirmation: str
-    # False when the flag's quote never occurred in the response (or the auditor withdrew the flag) and the
-    # confirmation, told so, still confirmed it from the response read in full.
-    quote_verified: bool = True
-    # With --audit-votes K > 1: {"yes": confirming samples, "of": K}; None with one vote.
-    agreement: dict[str, int] | None = None
-
-    @property
-    def agreement_text(self) -> str | None:
-        """``2/3``; None with one vote."""
-        return None if self.agreement is None else f"{self.agreement['yes']}/{self.agreement['of']}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"turn": self.turn, "type": self.type, "fact_ids": self.fact_ids,
-                "commitment_ids": self.commitment_ids, "quote": self.quote,
-                "explanation": self.explanation, "confirmation": self.confirmation,
-                "quote_verified": self.quote_verified,
-                **({"agreement": dict(self.agreement)} if self.agreement is not None else {})}
-
-
-@dataclass(frozen=True)
-class ErrorInfo:
-    """Why an episode could not be judged: never the narrator's verdict."""
-
-    kind: str  # narrator | auditor | model | player
-    message: str
-    traceback: str | None = None
-    turn: int | None = None  # the turn being played when it happened
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "message": self.message, "traceback": self.traceback, "turn": self.turn}
+from ..core.traces import TraceWriter, read_trace
 
 
 @dataclass(frozen=True)
@@ -126,7 +52,7 @@ class EpisodeResult:
     transcript: list[Turn] = field(default_factory=list)
     audits: list[TurnAudit] = field(default_factory=list)
     failure: Failure | None = None
-    error: ErrorInfo | None = None
+    error: ErrorRecord | None = None
     usage: Usage = field(default_factory=Usage)
     trace: str | None = None
     # Nodes reached, in order: {"id", "trigger_turn", "reached_turn"} (the trigger may precede the key delta).
@@ -171,27 +97,24 @@ class EpisodeResult:
         return sum(s != "VIOLATED" for s in states) / len(states)
 
     @property
-    def survived(self) -> bool:
-        return not self.termination.is_conflict and self.termination not in (
-            Termination.ERROR, Termination.PLAYER_FAULT, Termination.CONTESTED, Termination.BUDGET,
-            Termination.CANCELLED)
+    def ending(self) -> Ending:
+        """What the ending means (``core.records.Ending``: owner, failure, judged, unknown, censored)."""
+        return Ending.of(self.termination, self.error.kind if self.error is not None else None)
 
     @property
-    def owner(self) -> str:
-        """Who owns the outcome (DESIGN 7.5; ``analysis.owners``): narrator, player, auditor, model, ..."""
-        from ..analysis.owners import owner
+    def survived(self) -> bool:
+        return self.ending.survived
 
-        return owner({"termination": self.termination.value,
-                      "error": {"kind": self.error.kind} if self.error else None})
+    @property
+    def owner(self) -> Owner:
+        """Who owns the outcome (DESIGN 7.5): narrator, player, auditor, model, ..."""
+        return self.ending.owner
 
     @property
     def unknown(self) -> bool:
-        """An outcome that says nothing about the narrator (an auditor, model or player error, a player fault,
-        a contested conflict): censored, bounded by the error budget, a pytest error and never a failure."""
-        from ..analysis.metrics import is_unknown
-
-        return is_unknown({"termination": self.termination.value,
-                           "error": {"kind": self.error.kind} if self.error else None})
+        """An outcome that says nothing about the narrator: censored, bounded by the error budget, a pytest
+        error and never a failure."""
+        return self.ending.unknown
 
     @property
     def verdicts(self) -> list[dict[str, Any]]:
@@ -223,30 +146,30 @@ class EpisodeResult:
         last = self.failure.turn if self.failure else self.turns
         return self.ledger.diff(0, last)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The episode entry of results.json (DESIGN 7.4)."""
-        return {
-            "spec_id": self.spec.id, "repeat": self.repeat, "termination": self.termination.value,
-            "turns": self.turns, "progress": round(self.progress, 6), "satisfied": round(self.satisfied, 6),
-            "held": None if self.held is None else round(self.held, 6),
-            "spec_fingerprint": self.spec.fingerprint,
-            "failure": self.failure.to_dict() if self.failure else None,
-            "error": self.error.to_dict() if self.error else None,
-            "commitments": dict(self.commitment_states), "nodes_reached": self.node_index,
-            "nodes": [dict(n) for n in self.nodes],
-            "tokens": self.usage.tokens, "prompt_tokens": self.usage.prompt_tokens,
-            "completion_tokens": self.usage.completion_tokens, "cached_tokens": self.usage.cached_tokens,
-            "cost_usd": round(self.usage.cost_usd, 8), "trace": self.trace,
-            "speculative": {"calls": self.speculative.calls, "tokens": self.speculative.tokens,
-                            "cost_usd": round(self.speculative.cost_usd, 8)},
-            "truncated_calls": len(self.usage.truncated), "structured_output": dict(self.usage.output_modes),
-            "flags": self.flag_counts(),
-            **({"fork": dict(self.fork)} if self.fork else {}),
+    @property
+    def record(self) -> EpisodeRecord:
+        """The episode's record (DESIGN 7.4): its entry in results.json, what travels between processes."""
+        # Set only when there is one: results.json keeps the keys it always had (written exclude_unset).
+        optional: dict[str, Any] = {
+            **({"fork": ForkOrigin(**self.fork)} if self.fork else {}),
             **({"cut_by": self.cut_by} if self.cut_by else {}),
-            **({"player_fault": dict(self.player_fault)} if self.player_fault else {}),
-            **({"screening": dict(self.screening)} if self.screening else {}),
+            **({"player_fault": PlayerFault.model_validate(self.player_fault)} if self.player_fault else {}),
+            **({"screening": Screening(**self.screening)} if self.screening else {}),
         }
-
+        return EpisodeRecord(
+            spec_id=self.spec.id, repeat=self.repeat, termination=self.termination, turns=self.turns,
+            progress=round(self.progress, 6), satisfied=round(self.satisfied, 6),
+            held=None if self.held is None else round(self.held, 6), spec_fingerprint=self.spec.fingerprint,
+            failure=self.failure, error=self.error, commitments=dict(self.commitment_states),
+            nodes_reached=self.node_index, nodes=[NodeReached(**n) for n in self.nodes],
+            tokens=self.usage.tokens, prompt_tokens=self.usage.prompt_tokens,
+            completion_tokens=self.usage.completion_tokens, cached_tokens=self.usage.cached_tokens,
+            cost_usd=round(self.usage.cost_usd, 8), trace=self.trace,
+            speculative=SpeculativeUsage(calls=self.speculative.calls, tokens=self.speculative.tokens,
+                                         cost_usd=round(self.speculative.cost_usd, 8)),
+            truncated_calls=len(self.usage.truncated), structured_output=dict(self.usage.output_modes),
+            flags=FlagCounts(**self.flag_counts()), **optional,
+        )
 
     @classmethod
     def from_trace(cls, spec: NarrativeSpec, path: str | Path) -> EpisodeResult | None:
@@ -254,15 +177,17 @@ class EpisodeResult:
         from .auditor import CommitmentCheck, Confirmation, Conflict, FactUpdate, TrajectoryUpdate
 
         trace = read_trace(path)
-        end = trace.end
-        if end is None:
+        if trace.end is None:
             return None
+        end = EpisodeRecord.model_validate({k: v for k, v in trace.end.items() if k != "event"})
         ledger = FactLedger.from_initial((f.id, f.text) for f in spec.initial_facts)
-        result = cls(spec=spec, repeat=int(end["repeat"]), termination=Termination(end["termination"]),
-                     turns=int(end["turns"]), node_index=int(end.get("nodes_reached", 0)),
-                     commitment_states=dict(end.get("commitments") or {}), ledger=ledger, trace=str(path),
-                     nodes=list(end.get("nodes") or []), fork=end.get("fork"), cut_by=end.get("cut_by"),
-                     player_fault=end.get("player_fault"), screening=dict(end.get("screening") or {}))
+        result = cls(spec=spec, repeat=end.repeat, termination=end.termination, turns=end.turns,
+                     node_index=end.nodes_reached or 0, commitment_states=dict(end.commitments), ledger=ledger,
+                     trace=str(path), nodes=[n.model_dump() for n in end.nodes],
+                     fork=end.fork.model_dump(exclude_unset=True) if end.fork else None, cut_by=end.cut_by,
+                     player_fault=end.player_fault.model_dump(mode="json") if end.player_fault else None,
+                     screening=end.screening.model_dump(exclude_unset=True) if end.screening else {},
+                     failure=end.failure, error=end.error)
         for r in trace.of("turn"):
             v = r["verdicts"]
             result.transcript.append(Turn(r["turn"], r.get("player_input"), r["response"]))
@@ -281,40 +206,12 @@ class EpisodeResult:
                     ledger.add(change["text"], change["turn"], change.get("quote"))
                 else:
                     ledger.negate(change["fact_id"], change["turn"], change.get("quote"))
-        if end.get("failure"):
-            result.failure = Failure(**end["failure"])
-        if end.get("error"):
-            result.error = ErrorInfo(**end["error"])
-        prompt = end.get("prompt_tokens")
-        if prompt is None:  # a trace from before the split: every token counted as a prompt token
-            result.usage = Usage(prompt_tokens=int(end.get("tokens", 0)), cost_usd=float(end.get("cost_usd", 0.0)))
+        if end.prompt_tokens is None:  # a trace from before the split: every token counted as a prompt token
+            result.usage = Usage(prompt_tokens=end.tokens, cost_usd=end.cost_usd)
         else:
-            result.usage = Usage(prompt_tokens=int(prompt), completion_tokens=int(end.get("completion_tokens") or 0),
-                                 cached_tokens=int(end.get("cached_tokens") or 0),
-                                 cost_usd=float(end.get("cost_usd", 0.0)))
+            result.usage = Usage(prompt_tokens=end.prompt_tokens, completion_tokens=end.completion_tokens or 0,
+                                 cached_tokens=end.cached_tokens or 0, cost_usd=end.cost_usd)
         return result
-
-
-# --- traces ----------------------------------------------------------------------------------------
-
-
-class TraceWriter:
-    """Appends one JSON object per line and flushes it, so nothing written is lost on a crash."""
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh: IO[str] = open(self.path, "w", encoding="utf-8")
-
-    def write(self, event: str, **data: Any) -> None:
-        self._fh.write(json.dumps({"event": event, **data}, ensure_ascii=False, default=str) + "\n")
-        self._fh.flush()
-
-    def close(self) -> None:
-        if not self._fh.closed:
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
-            self._fh.close()
 
 
 class _Cut(Exception):
@@ -326,8 +223,11 @@ class _Cut(Exception):
 
 
 class _EpisodeError(Exception):
-    def __init__(self, info: ErrorInfo, audit: TurnAudit | None = None):
-        self.info, self.audit = info, audit
+    """Why the episode could not go on: becomes its ``ErrorRecord``, with the turn it happened at."""
+
+    def __init__(self, kind: ErrorKind, message: str, traceback: str | None = None, audit: TurnAudit | None = None):
+        super().__init__(message)
+        self.kind, self.message, self.traceback, self.audit = kind, message, traceback, audit
         self.player_input: str | None = None  # set when the turn's player had spoken
 
 
@@ -383,6 +283,27 @@ class Episode:
     _truncated_mark: int = field(default=0, init=False, repr=False)
     _screens: dict[int, dict[str, Any]] = field(default_factory=dict, init=False, repr=False)  # by turn
 
+    @classmethod
+    def from_config(cls, spec: NarrativeSpec, config: RunConfig, *, narrator: Narrator, player: Player,
+                    auditor: Auditor, client: ModelClient | None = None, repeat: int = 0,
+                    trace_path: str | Path | None = None, max_turns: int | None = None,
+                    on_turn: Callable[[], None] | None = None, stop: Callable[[], bool] | None = None,
+                    start: Any = None, fork_origin: dict[str, Any] | None = None,
+                    recorded_screens: dict[int, dict[str, Any]] | None = None) -> Episode:
+        """The one way to build an episode: every episode setting of the run's ``config`` reaches it.
+
+        The keywords are what a host decides itself: the agents it plays with, where the trace goes, and
+        for a fork or a re-audit, where the episode starts and stops (``max_turns`` then overrides the
+        run's turn limit) and what its source recorded."""
+        return cls(
+            spec=spec, narrator=narrator, player=player, auditor=auditor, client=client, repeat=repeat,
+            max_turns=config.max_turns if max_turns is None else max_turns,
+            max_response_chars=config.max_response_chars, player_retries=config.player_retries,
+            narrator_model=config.narrator_model, pipeline=config.pipeline, config=config.to_dict(),
+            trace_path=trace_path, on_turn=on_turn, stop=stop, start=start, fork_origin=fork_origin,
+            recorded_screens=dict(recorded_screens or {}),
+        )
+
     async def run(self) -> EpisodeResult:
         usage = Usage()
         token = current_usage.set(usage)
@@ -419,12 +340,13 @@ class Episode:
             except _EpisodeError as exc:
                 errored = exc
                 result.termination = Termination.ERROR
-                result.error = ErrorInfo(exc.info.kind, exc.info.message, exc.info.traceback,
-                                         turn=self._playing.get("turn", result.turns))
+                result.error = ErrorRecord(kind=exc.kind, message=exc.message, traceback=exc.traceback,
+                                           turn=self._playing.get("turn", result.turns))
             if trace:
                 if result.error:
                     trace.write("error", **self._error_evidence(result, errored))
-                trace.write("end", **{k: v for k, v in result.to_dict().items() if k != "trace"})
+                end = result.record.model_dump(mode="json", exclude_unset=True)
+                trace.write("end", **{k: v for k, v in end.items() if k != "trace"})
             return result
         finally:
             current_usage.reset(token)
@@ -437,7 +359,7 @@ class Episode:
         assert result.error is not None
         audit = errored.audit if errored else None
         return {
-            **result.error.to_dict(),
+            **result.error.model_dump(mode="json"),
             "turn": self._playing.get("turn", result.turns),
             "player_input": self._playing.get("player_input") or getattr(errored, "player_input", None),
             "response": self._playing.get("response"),
@@ -690,7 +612,7 @@ class Episode:
                 commitment_ids=list(first.conflict.commitment_ids), quote=first.conflict.quote,
                 explanation=first.conflict.explanation, confirmation=first.confirmation.explanation,
                 quote_verified=first.status == "verified",
-                agreement={"yes": first.votes["yes"], "of": first.votes["of"]} if first.votes else None,
+                **({"agreement": Agreement(yes=first.votes["yes"], of=first.votes["of"])} if first.votes else {}),
             )
             if unfair and screen is not None:
                 last = screen["attempts"][-1]
@@ -796,7 +718,7 @@ class Episode:
         args = (self._context(0, history),) if accepts_argument(opening) else ()
         return await call_maybe_async(opening, *args)
 
-    async def _guard(self, kind: str, fn: Any, *args: Any) -> Any:
+    async def _guard(self, kind: ErrorKind, fn: Any, *args: Any) -> Any:
         """Run one part of a turn; classify what it raises by where it happened.
 
         ``model``: any endpoint failure, also inside a narrator or player that called the run's client
@@ -814,11 +736,11 @@ class Episode:
             audit = getattr(exc, "audit", None)
             model_error = _model_error_in(exc)
             if isinstance(exc, AuditorError):
-                raise _EpisodeError(ErrorInfo("auditor", scrub(str(exc)), None), audit) from exc
+                raise _EpisodeError("auditor", scrub(str(exc)), None, audit) from exc
             if model_error is not None:
-                raise _EpisodeError(ErrorInfo("model", scrub(str(model_error)), None), audit) from exc
+                raise _EpisodeError("model", scrub(str(model_error)), None, audit) from exc
             tb = scrub(format_traceback(exc))
-            raise _EpisodeError(ErrorInfo(kind, scrub(f"{type(exc).__name__}: {exc}"), tb), audit) from exc
+            raise _EpisodeError(kind, scrub(f"{type(exc).__name__}: {exc}"), tb, audit) from exc
 
 
 async def _cancelled(task: asyncio.Future[Any] | None) -> None:
@@ -862,15 +784,15 @@ def _check_response(response: Any, where: str, max_chars: int = DEFAULT_MAX_RESP
     No words after invisible characters are removed ("…", "* * *", emoji, zero-width spaces) cannot be
     quoted, so no auditor could convict it; over ``max_chars`` it would not fit the auditor's window."""
     if not isinstance(response, str):
-        raise _EpisodeError(ErrorInfo("narrator", f"{where} returned {type(response).__name__}, expected str"))
+        raise _EpisodeError("narrator", f"{where} returned {type(response).__name__}, expected str")
     if not response.strip():
-        raise _EpisodeError(ErrorInfo("narrator", f"{where} returned an empty response"))
+        raise _EpisodeError("narrator", f"{where} returned an empty response")
     if words(response) == 0:
-        raise _EpisodeError(ErrorInfo("narrator", f"{where} returned no words a reader can read "
-                                                  f"({one_line(response, 60)!r}): nothing to audit"))
+        raise _EpisodeError("narrator", f"{where} returned no words a reader can read "
+                                        f"({one_line(response, 60)!r}): nothing to audit")
     if len(response) > max_chars:
-        raise _EpisodeError(ErrorInfo("narrator", f"{where} returned {len(response):,} characters, over the limit "
-                                                  f"of {max_chars:,} (--max-response-chars)"))
+        raise _EpisodeError("narrator", f"{where} returned {len(response):,} characters, over the limit "
+                                        f"of {max_chars:,} (--max-response-chars)")
 
 
 def _reading_flags(player_input: str | None, response: str) -> dict[str, Any]:
@@ -881,38 +803,7 @@ def _reading_flags(player_input: str | None, response: str) -> dict[str, Any]:
     return {"reading": flags} if flags else {}
 
 
-def format_traceback(exc: BaseException) -> str:
-    """A plain traceback (file, line, function, source line) without column carets.
-
-    Episodes run on a background thread; on Python 3.11 computing carets parses source with ``ast``,
-    which is not safe while another thread (pytest itself) parses too ("AST constructor recursion
-    depth mismatch"). Frames without column numbers skip that step.
-    """
-    frames = [traceback.FrameSummary(f.filename, f.lineno, f.name, line=f.line)
-              for f in traceback.extract_tb(exc.__traceback__)]
-    lines = ["Traceback (most recent call last):\n", *traceback.StackSummary.from_list(frames).format()]
-    lines += traceback.format_exception_only(type(exc), exc)
-    return "".join(lines)
-
-
 def _call_record(c: Completion) -> dict[str, Any]:
     return {"step": c.step, "model": c.model, "attempts": c.attempts, "prompt_tokens": c.prompt_tokens,
             "completion_tokens": c.completion_tokens, "cached_tokens": c.cached_tokens, "cost_usd": c.cost_usd, "latency_s": round(c.latency_s, 4),
             "finish_reason": c.finish_reason, "output_mode": c.output_mode}
-
-
-def summarize(results: Sequence[EpisodeResult]) -> str:
-    """One line per episode, for the command line."""
-    return "\n".join(episode_line(r) for r in results)
-
-
-def episode_line(r: EpisodeResult) -> str:
-
-    what = r.termination.value
-    if r.failure:
-        ids = ",".join(r.failure.fact_ids + r.failure.commitment_ids)
-        what += f" at turn {r.failure.turn}" + (f" ({ids})" if ids else "")
-    elif r.error:
-        what += f" ({r.error.kind}: {one_line(r.error.message, 100)})"
-    return (f"{episode_name(r.spec.id, r.repeat)}: {what}; turns={r.turns} progress={r.progress:.0%} "
-            f"satisfied={r.satisfied:.0%} tokens={r.usage.tokens}")

@@ -34,15 +34,15 @@ from ..core.ledger import FactLedger
 from ..core.spec import NarrativeSpec
 from ..llm.prices import TOKENS_PER_MESSAGE, Price, price_of
 from ..prompts import render
-from .auditor import Conflict, LLMAuditor, TurnContext
+from ..core.wire import STEPS, Conflict, Step
+from .auditor import LLMAuditor, TurnContext
 from .narrators import LLMNarrator, MemoryNarrator
 
 LEDGER_GROWTH_TOKENS = 100  # allowance: tokens the fact ledger grows by per audited turn (about five facts)
 FLAGS_PER_TURN = 1          # allowance: flagged conflicts confirmed per audited turn
 RETRY_NOTE_TOKENS = 200     # what a retry adds besides the rejected answer: the problems and the hint
-AUDIT_STEPS = ("conflict_check", "conflict_confirmation", "fact_update", "trajectory_update", "commitment_check",
-               "success_confirmation")
-SCREEN_STEP = "input_screen"  # a simulated player's input, screened before the narrator sees it (issue 23)
+AUDIT_STEPS = tuple(s for s in STEPS if s != Step.INPUT_SCREEN)
+SCREEN_STEP = Step.INPUT_SCREEN  # a simulated player's input, screened before the narrator sees it
 # The expected figure (``Estimate.expected``): a run where every answer is valid at once, nothing is flagged, and
 # answers have a typical length rather than their --max-tokens (a narration of about 150 words, an auditor's
 # JSON of about 60, a player's line of about 30), prompts at BYTES_PER_TOKEN bytes per token, the ledger growing
@@ -289,11 +289,12 @@ def _audit_sizes(spec: NarrativeSpec, ctx: TurnContext | None = None) -> dict[st
     base = auditor._variables(ctx)
     flag = Conflict(type="fact", fact_ids=[], commitment_ids=[], quote="", explanation="")
     extra: dict[str, dict[str, Any]] = {
-        "conflict_confirmation": {"conflict": flag, "unverified": True, "withdrawn": False, "flag_nonce": base["nonce"]},
-        "trajectory_update": {"node": spec.trajectory[0] if spec.trajectory else None},
-        "commitment_check": {"pending": [auditor._commitment_view(c, ctx) for c in spec.commitments
+        Step.CONFLICT_CONFIRMATION: {"conflict": flag, "unverified": True, "withdrawn": False,
+                                     "flag_nonce": base["nonce"]},
+        Step.TRAJECTORY_UPDATE: {"node": spec.trajectory[0] if spec.trajectory else None},
+        Step.COMMITMENT_CHECK: {"pending": [auditor._commitment_view(c, ctx) for c in spec.commitments
                                          if c.kind != "invariant"]},
-        "success_confirmation": {"evidence_nonce": base["nonce"], "claims": [
+        Step.SUCCESS_CONFIRMATION: {"evidence_nonce": base["nonce"], "claims": [
             {"id": c.id, "text": c.text, "evidence": ""} for c in spec.achievements]},
     }
     return {step: _messages_bytes(render(step, **base, **extra.get(step, {}))) for step in AUDIT_STEPS}
@@ -304,17 +305,17 @@ def _audit_turn(lines: dict[tuple[str, str | None], Line], sizes: dict[str, int]
                 flags: int = FLAGS_PER_TURN) -> None:
     """One audited turn: every step with all its attempts (each retry carries the rejected answer); each of
     ``flags`` flagged conflicts confirmed by ``votes`` samples."""
-    steps = ["conflict_check", "fact_update"]
+    steps = [Step.CONFLICT_CHECK, Step.FACT_UPDATE]
     if spec.trajectory:
-        steps.append("trajectory_update")
+        steps.append(Step.TRAJECTORY_UPDATE)
     if any(c.kind != "invariant" for c in spec.commitments):
-        steps.append("commitment_check")
-    calls = [(step, 1) for step in steps] + [("conflict_confirmation", flags * max(1, votes))]
+        steps.append(Step.COMMITMENT_CHECK)
+    calls = [(step, 1) for step in steps] + [(Step.CONFLICT_CONFIRMATION, flags * max(1, votes))]
     if success and spec.achievements:
-        calls.append(("success_confirmation", 1))
+        calls.append((Step.SUCCESS_CONFIRMATION, 1))
     for step, times in calls:
-        plain = step not in ("conflict_confirmation", "success_confirmation")
-        flag = limit if step == "conflict_confirmation" else 0  # the flag's quote and explanation
+        plain = step not in (Step.CONFLICT_CONFIRMATION, Step.SUCCESS_CONFIRMATION)
+        flag = limit if step == Step.CONFLICT_CONFIRMATION else 0  # the flag's quote and explanation
         for _ in range(times):
             for attempt in range(attempts):
                 prompt = sizes[step] + turn_data + flag + attempt * (limit + RETRY_NOTE_TOKENS)

@@ -23,7 +23,9 @@ from ..core.ledger import FactLedger
 from ..core.traces import RunFileError, find_spec_file, read_trace
 
 if TYPE_CHECKING:
-    from .auditor import Auditor, CommitmentState
+    from ..core.config import RunConfig
+    from ..core.endings import CommitmentState
+    from .auditor import Auditor
     from .episode import EpisodeResult, Turn
     from ..llm import ModelClient
     from .narrators import NarratorFactory
@@ -253,12 +255,12 @@ def fork_trace_path(out_dir: Path, state: EpisodeState, sample: int) -> Path:
     return out_dir / "traces" / f"{state.spec_id}--fork-t{state.turn}-s{sample}.jsonl"
 
 
-async def fork(state: EpisodeState, spec: NarrativeSpec, *, narrator_factory: NarratorFactory, auditor: Auditor,
-               samples: int = 3, continue_turns: int = 0, client: ModelClient | None = None,
-               player_factory: Callable[[NarrativeSpec], Player] | None = None, narrator_model: str | None = None,
-               out_dir: str | Path | None = None, config: dict[str, Any] | None = None,
-               pipeline: bool = True) -> ForkOutcome:
-    """Play turn ``state.turn`` ``samples`` times concurrently from ``state`` (then ``continue_turns`` more).
+async def fork(state: EpisodeState, spec: NarrativeSpec, config: RunConfig, *, narrator_factory: NarratorFactory,
+               auditor: Auditor, samples: int = 3, continue_turns: int = 0, client: ModelClient | None = None,
+               player_factory: Callable[[NarrativeSpec], Player] | None = None,
+               out_dir: str | Path | None = None) -> ForkOutcome:
+    """Play turn ``state.turn`` ``samples`` times concurrently from ``state`` (then ``continue_turns`` more),
+    with the episode settings of ``config`` (the run's: the session's, or ``ncp fork``'s).
 
     Sample k is episode repeat k of the fork's results (the origin's repeat is in its ``fork`` record), so
     ``ncp compare`` pairs sample k of two forks of the same turn (before and after a prompt change)."""
@@ -275,11 +277,10 @@ async def fork(state: EpisodeState, spec: NarrativeSpec, *, narrator_factory: Na
     make_player = player_factory or (lambda s: ScriptedPlayer(state.scripted_inputs(s)))
     out = Path(out_dir) if out_dir is not None else None
     episodes = [
-        Episode(spec=spec, narrator=narrator_factory(), player=make_player(spec), auditor=auditor,
-                max_turns=state.turn + continue_turns, repeat=k, client=client,
-                narrator_model=narrator_model, config=dict(config or {}), pipeline=pipeline,
-                trace_path=fork_trace_path(out, state, k) if out is not None else None, start=state,
-                fork_origin={"trace": state.trace, "turn": state.turn, "sample": k})
+        Episode.from_config(spec, config, narrator=narrator_factory(), player=make_player(spec), auditor=auditor,
+                            client=client, repeat=k, max_turns=state.turn + continue_turns,
+                            trace_path=fork_trace_path(out, state, k) if out is not None else None, start=state,
+                            fork_origin={"trace": state.trace, "turn": state.turn, "sample": k})
         for k in range(samples)
     ]
     results = await asyncio.gather(*(e.run() for e in episodes))
@@ -290,7 +291,7 @@ def fork_results(outcome: ForkOutcome, out_dir: str | Path, config: dict[str, An
     """results.json of a fork (same format as a run's; every episode carries its ``fork`` origin)."""
     from ..analysis.results import build_results, write_results
 
-    episodes = [r.to_dict() for r in outcome.results]
+    episodes = [r.record for r in outcome.results]
     return write_results(out_dir, build_results(
         {**config, "fork": {"trace": outcome.state.trace, "turn": outcome.state.turn}}, episodes))
 

@@ -217,7 +217,7 @@ class _RecordedPlayer(ReplayPlayer):
         return said
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReauditConfig(RunConfig):
     """A RunConfig that also names the run it re-judges (``config["reaudit_of"]`` in results.json)."""
 
@@ -251,25 +251,23 @@ async def reaudit(recorded: Sequence[RecordedEpisode], specs: dict[str, Narrativ
     from .players import ScriptedPlayer
     from .runner import Runner
 
-    client = client or ModelClient(**config.client_options())
+    client = client or ModelClient.from_config(config)
     # The Runner keeps results.json current as episodes end; the episodes themselves are built here
     # because each needs its own recorded narrator and player.
     runner = Runner(config, out_dir=Path(out_dir), narrator_factory=_built_per_trace,
-                    auditor=LLMAuditor(client, config.auditor_model, votes=config.audit_votes),
+                    auditor=LLMAuditor.from_config(config, client),
                     player_factory=lambda spec: ScriptedPlayer([]), client=client, on_episode=on_episode)
     bound = asyncio.Semaphore(config.concurrency)
-    config_dict = config.to_dict()
     runner.expect(episode_key(r.spec_id, r.repeat) for r in recorded)
 
     async def one(r: RecordedEpisode) -> EpisodeResult:
         async with bound:
             assert runner.out_dir is not None and runner.auditor is not None
-            episode = Episode(
-                spec=specs[r.spec_id], narrator=ReplayNarrator(r), player=_RecordedPlayer(r),
-                auditor=runner.auditor, max_turns=r.max_turns, repeat=r.repeat, client=client,
-                narrator_model=config.narrator_model,
+            episode = Episode.from_config(
+                specs[r.spec_id], config, narrator=ReplayNarrator(r), player=_RecordedPlayer(r),
+                auditor=runner.auditor, client=client, repeat=r.repeat, max_turns=r.max_turns,
                 trace_path=runner.out_dir / "traces" / f"{episode_key(r.spec_id, r.repeat)}.jsonl",
-                config=config_dict, recorded_screens=r.screens,
+                recorded_screens=r.screens,
             )
             result = await episode.run()
             runner.record(result)

@@ -24,8 +24,8 @@ from ..llm import ModelClient, scrub
 from .narrators import NarratorFactory, load_narrator
 from ..core.config import DEFAULT_AUDITOR_MODEL, RunConfig, Shard, episode_key
 from .players import Player, make_player
-from ..analysis.results import EpisodeRecord, Stopped, build_results, write_results
-from ..analysis.owners import BUDGET_TERMINATIONS
+from ..analysis.results import Stopped, build_results, write_results
+from ..core.records import Ending, EpisodeRecord, ErrorRecord, Termination
 from ..analysis.sequential_run import SequentialPlan, SequentialRun, episode_order
 from ..core.spec import NarrativeSpec
 
@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 SAVE_EVERY = 1.0
 # Endings that leave an episode unfinished, so --resume plays it again: an error (infrastructure), a cut by the
 # cost cap (the README's "raise the cap to finish it") and a cancellation after an early gate decision.
-RERUN_ON_RESUME: tuple[str, ...] = ("error", *BUDGET_TERMINATIONS)
+RERUN_ON_RESUME: tuple[Termination, ...] = tuple(t for t in Termination
+                                                 if t is Termination.ERROR or Ending.of(t).stopped)
 
 
 def _changed(field: str, before: Any, now: Any) -> str:
@@ -95,7 +96,7 @@ class Runner:
     on_episode: Callable[[EpisodeResult], None] | None = None
     on_turn: Callable[[], None] | None = None  # after each audited turn of any episode (worker processes)
     write_results: bool = True  # False where another process merges results (pytest-xdist workers)
-    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    results: dict[str, EpisodeRecord] = field(default_factory=dict)
     _finished: dict[str, Path] = field(default_factory=dict, repr=False)  # from resume()
     changed: list[str] = field(default_factory=list)  # episodes resume() found changed and re-runs (force)
     unreadable: list[str] = field(default_factory=list)  # finished episodes resume() could not read back: re-run
@@ -120,7 +121,7 @@ class Runner:
         self.monitor: SequentialRun | None = None
         self._admit: CostAdmission | None = None
         if self.client is None:
-            self.client = ModelClient(**self.config.client_options())
+            self.client = ModelClient.from_config(self.config)
         self.cassettes: CassetteTransport | None = None
         if self.config.record_mode is not None:
             from ..llm.cassette import CassetteTransport
@@ -134,7 +135,7 @@ class Runner:
                 raise ValueError("no narrator: give module:Attr (e.g. my_agent:Narrator)")
             self.narrator_factory = load_narrator(self.config.narrator)
         if self.auditor is None:
-            self.auditor = LLMAuditor(self.client, self.config.auditor_model, votes=self.config.audit_votes)
+            self.auditor = LLMAuditor.from_config(self.config, self.client)
         if self.player_factory is None:
             self.player_factory = lambda spec: make_player(
                 self.config.player, spec, client=self.client, model=self.config.player_model)
@@ -146,12 +147,10 @@ class Runner:
     def episode(self, spec: NarrativeSpec, repeat: int = 0) -> Episode:
         assert self.narrator_factory and self.player_factory and self.auditor
         trace = self.out_dir / "traces" / f"{episode_key(spec.id, repeat)}.jsonl" if self.out_dir else None
-        return Episode(
-            spec=spec, narrator=self.narrator_factory(), player=self.player_factory(spec), auditor=self.auditor,
-            max_turns=self.config.max_turns, max_response_chars=self.config.max_response_chars, repeat=repeat,
-            client=self.client, on_turn=self._turn_done,
-            narrator_model=self.config.narrator_model, trace_path=trace, config=self.config.to_dict(),
-            pipeline=self.config.pipeline, stop=self._cancelled, player_retries=self.config.player_retries,
+        return Episode.from_config(
+            spec, self.config, narrator=self.narrator_factory(), player=self.player_factory(spec),
+            auditor=self.auditor, client=self.client, repeat=repeat, trace_path=trace, on_turn=self._turn_done,
+            stop=self._cancelled,
         )
 
     def _admission(self) -> CostAdmission | None:
@@ -179,7 +178,7 @@ class Runner:
             return self.monitor.start((spec_id, repeat))
         return not (self.halt is not None and self.halt())
 
-    def _observe(self, record: dict[str, Any]) -> None:
+    def _observe(self, record: EpisodeRecord) -> None:
         """A finished episode, for the sequential checks (``monitor``), in whatever order episodes finish."""
         if self.monitor is None:
             return
@@ -228,10 +227,9 @@ class Runner:
             if why:
                 mismatches[key] = why
                 continue
-            record = {k: v for k, v in end.items() if k != "event"}
-            record["trace"] = str(trace)
             try:  # the record goes back into results.json: it must be one the results model accepts
-                EpisodeRecord.model_validate(record)
+                record = EpisodeRecord.model_validate({**{k: v for k, v in end.items() if k != "event"},
+                                                       "trace": str(trace)})
             except ValidationError as exc:
                 self.unreadable.append(f"{key}: {exc.errors(include_url=False)[0]['msg']}")
                 continue  # run again, as an episode whose trace has no end
@@ -351,7 +349,7 @@ class Runner:
         self.progress.finished += 1
         self.progress.conflicts += result.termination.is_conflict
         self.progress.errors += result.error is not None
-        record = self.results[episode_key(result.spec.id, result.repeat)] = result.to_dict()
+        record = self.results[episode_key(result.spec.id, result.repeat)] = result.record
         self._observe(record)
         if self.on_episode:
             self.on_episode(result)
@@ -465,16 +463,12 @@ async def _cancel_all() -> None:
 
 
 def _setup_error(spec: NarrativeSpec, repeat: int, exc: Exception) -> EpisodeResult:
-    from .episode import ErrorInfo, Termination
     from ..core.ledger import FactLedger
 
     return EpisodeResult(
         spec=spec, repeat=repeat, termination=Termination.ERROR, turns=0, node_index=0,
         commitment_states={c.id: "PENDING" for c in spec.all_commitments},
         ledger=FactLedger.from_initial((f.id, f.text) for f in spec.initial_facts),
-        error=ErrorInfo("narrator", scrub(f"could not build the episode: {type(exc).__name__}: {exc}")),
+        error=ErrorRecord(kind="narrator", message=scrub(f"could not build the episode: {type(exc).__name__}: {exc}"),
+                          traceback=None, turn=None),
     )
-
-
-def run_sync(coro: Coroutine[Any, Any, Any]) -> Any:
-    return asyncio.run(coro)

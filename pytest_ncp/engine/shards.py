@@ -23,6 +23,7 @@ from ..core.config import Shard  # noqa: F401 - the value type lives with the ru
 
 if TYPE_CHECKING:
     from ..analysis.results import RunResults
+    from ..core.records import EpisodeRecord
 
 
 # Where each machine found its models and cassettes: allowed to differ between the shards of one run.
@@ -139,24 +140,24 @@ def _shards(parts: Sequence[tuple[Path, RunResults]], allow_missing: bool,
     return count, missing
 
 
-def _episodes(parts: Sequence[tuple[Path, RunResults]], out: Path) -> list[dict[str, Any]]:
+def _episodes(parts: Sequence[tuple[Path, RunResults]], out: Path) -> list[EpisodeRecord]:
     """Every part's episode records, their traces copied to ``out/traces``; MergeError for an episode twice."""
     from ..core.traces import resolve_trace
 
-    episodes: dict[tuple[str, int], dict[str, Any]] = {}
+    episodes: dict[tuple[str, int], EpisodeRecord] = {}
     where: dict[tuple[str, int], Path] = {}
     (out / "traces").mkdir(parents=True, exist_ok=True)
     for file, data in parts:
-        for entry in data.records():
-            key = (entry["spec_id"], int(entry["repeat"]))
+        for entry in data.episodes:
+            key = (entry.spec_id, entry.repeat)
             if key in episodes:
                 raise MergeError(f"episode {key[0]}[r{key[1]}] is in both {where[key]} and {file}")
-            trace = resolve_trace(entry.get("trace"), file.parent)
+            trace = resolve_trace(entry.trace, file.parent)
             if trace is not None:
                 target = out / "traces" / trace.name
                 if trace.resolve() != target.resolve():
                     shutil.copy2(trace, target)
-                entry["trace"] = str(target)
+                entry = entry.model_copy(update={"trace": str(target)})
             episodes[key], where[key] = entry, file
     return list(episodes.values())
 

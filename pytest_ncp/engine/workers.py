@@ -22,13 +22,14 @@ from ..core.config import episode_key
 from ..llm import Usage
 
 if TYPE_CHECKING:
+    from ..core.records import EpisodeRecord
     from .runner import Runner
     from ..core.spec import NarrativeSpec
 
-class LineSink(Protocol):
-    """Where the parent prints a worker's episode lines (``report.progress.ProgressDisplay``)."""
+class EpisodeSink(Protocol):
+    """Where the parent shows a worker's finished episodes (``report.progress.ProgressDisplay``)."""
 
-    def line(self, line: str) -> None: ...
+    def episode_done(self, record: EpisodeRecord) -> None: ...
 
 
 # Episodes in flight one process keeps up with at the lean path's CPU per call (see benchmarks/README.md).
@@ -59,7 +60,7 @@ def default_workers(in_flight: int, cores: int | None = None) -> int:
 
 
 def run_in_workers(runner: Runner, specs: Sequence[NarrativeSpec], workers: int, *,
-                   display: LineSink | None = None, canaries_apart: bool = False,
+                   display: EpisodeSink | None = None, canaries_apart: bool = False,
                    narrator_factory: Callable[[], Any] | None = None,
                    player_factory: Callable[[Any], Any] | None = None) -> list[str]:
     """Run ``runner``'s episodes of ``specs`` in ``workers`` processes; records land in ``runner.results``.
@@ -97,7 +98,7 @@ class _Dispatch:
     what each message from a worker changes."""
 
     def __init__(self, runner: Runner, todo: list[tuple[NarrativeSpec, int]], workers: int,
-                 display: LineSink | None, narrator_factory: Callable[[], Any] | None,
+                 display: EpisodeSink | None, narrator_factory: Callable[[], Any] | None,
                  player_factory: Callable[[Any], Any] | None, *, canaries_apart: bool = False) -> None:
         import multiprocessing
         from collections import deque
@@ -176,17 +177,16 @@ class _Dispatch:
             self.running[worker] = message[2]
             progress.running = sum(self.running)
         elif kind == "episode":
-            _, _, key, entry, line = message
+            _, _, key, entry = message
             self.expected.discard(key)
             self.in_flight[worker] -= 1
             self.runner.results[key] = entry
             progress.finished += 1
-            progress.conflicts += str(entry.get("termination", "")).startswith("conflict:")
-            progress.errors += entry.get("error") is not None
-            self.usage.merge(Usage(calls=0, prompt_tokens=int(entry.get("tokens") or 0),
-                                   cost_usd=float(entry.get("cost_usd") or 0.0)))
+            progress.conflicts += entry.termination.is_conflict
+            progress.errors += entry.error is not None
+            self.usage.merge(Usage(calls=0, prompt_tokens=entry.tokens, cost_usd=entry.cost_usd))
             if self.display is not None:
-                self.display.line(line)
+                self.display.episode_done(entry)
             self.runner._observe(entry)
             self.runner.save()
             self.hand_out(worker)
@@ -216,14 +216,12 @@ def _worker(index: int, config: Any, specs: list[Any], out_dir: str | None, outb
     import functools
     from pathlib import Path
 
-    from .episode import episode_line
     from .runner import Runner
 
     runner = Runner(config, out_dir=Path(out_dir) if out_dir else None, write_results=False,
                     narrator_factory=narrator_factory, player_factory=player_factory)
     runner.on_turn = lambda: outbox.put(("turn", index, runner.progress.running))
-    runner.on_episode = lambda r: outbox.put(("episode", index, episode_key(r.spec.id, r.repeat), r.to_dict(),
-                                              episode_line(r)))
+    runner.on_episode = lambda r: outbox.put(("episode", index, episode_key(r.spec.id, r.repeat), r.record))
     told = {"cancel": False}
     runner.cancel = lambda: told["cancel"]
     outbox.put(("ready", index))

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 from urllib.parse import urlsplit
 
-from ..core.config import DEFAULT_MAX_TOKENS, OUTPUT_MODES, SYSTEM_PROMPT_MODES
+from ..core.config import DEFAULT_MAX_TOKENS, OUTPUT_MODES, SYSTEM_PROMPT_MODES, RunConfig
 from ..core.options import default
 from ..core.redact import scrub, url_secrets
 from .litellm_path import import_litellm, litellm_call
@@ -140,6 +140,20 @@ class ModelClient:
     # loop -> endpoint|model -> the probe under way (asyncio events belong to the loop that made them)
     _mode_probes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Event]] = field(
         default_factory=weakref.WeakKeyDictionary, repr=False)
+
+    @classmethod
+    def from_config(cls, config: RunConfig, **host: Any) -> ModelClient:
+        """The one way to build a run's client: every model-call setting of ``config`` reaches it.
+
+        ``host`` holds what a caller decides itself, not the run (``ncp doctor``'s quick retries, a
+        fixture's endpoint): anything else would be a setting the option table does not know."""
+        settings: dict[str, Any] = {
+            "api_base": config.api_base, "timeout": config.timeout, "deadline": config.deadline,
+            "max_cost": config.max_cost, "max_retries": config.max_retries, "concurrency": config.concurrency,
+            "concurrency_per_endpoint": config.concurrency_per_endpoint, "max_tokens": dict(config.max_tokens),
+            "structured_output": config.structured_output, "system_prompt": config.system_prompt,
+        }
+        return cls(**{**settings, **host})
 
     def __post_init__(self) -> None:
         if self.structured_output not in OUTPUT_MODES:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine.episode import EpisodeResult, Termination
+from ..core.endings import Termination
+from ..engine.episode import EpisodeResult
 from ..core.ledger import FactLedger
 from ..report.text import commitment_text, failure_text, headline
 

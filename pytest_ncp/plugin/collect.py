@@ -270,11 +270,12 @@ class _SpecItem(_NcpItem):
 
 class EpisodeItem(_SpecItem):
     def _properties(self, result: EpisodeResult) -> None:
-        data = result.to_dict()
+        data = result.record.model_dump(mode="json", exclude_unset=True)
         for key in ("spec_id", "repeat", "turns", "termination", "progress", "satisfied", "tokens", "cost_usd", "trace"):
             self.user_properties.append((PROPERTY_PREFIX + key, data[key]))
         self.user_properties.append((PROPERTY_PREFIX + "survived", result.survived))
-        self.user_properties.append((PROPERTY_PREFIX + "owner", result.owner))  # who owns the outcome (DESIGN 7.5)
+        # who owns the outcome (DESIGN 7.5)
+        self.user_properties.append((PROPERTY_PREFIX + "owner", result.owner.value))
         # The whole episode record, so the controller can merge results.json and the gate under xdist.
         self.ncp.attach(episode_key(result.spec.id, result.repeat))
         self.user_properties.append((PROPERTY_PREFIX + "episode", json.dumps(data, ensure_ascii=False)))
@@ -301,7 +302,8 @@ class CommitmentItem(_SpecItem):
         if self.ncp.attach(episode_key(result.spec.id, result.repeat)):
             # Its episode test was not selected (``-k commitment``): this test carries the record, so the
             # episode still counts in the error budget, the gate and results.json.
-            self.user_properties.append((PROPERTY_PREFIX + "episode", json.dumps(result.to_dict(), ensure_ascii=False)))
+            record = result.record.model_dump_json(exclude_unset=True)
+            self.user_properties.append((PROPERTY_PREFIX + "episode", record))
 
     def runtest(self) -> None:
         from ..report.text import commitment_text

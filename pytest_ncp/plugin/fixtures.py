@@ -42,7 +42,7 @@ def ncp_client(request: pytest.FixtureRequest, ncp_api_base: str | None, ncp_set
     kept per test (``<cassettes>/<test file>/<test name>/``)."""
     from ..llm import ModelClient
 
-    client = ModelClient(**{**ncp_settings.run.client_options(), "api_base": ncp_api_base})
+    client = ModelClient.from_config(ncp_settings.run, api_base=ncp_api_base)
     run = ncp_settings.run
     cassettes = None
     if run.record_mode and run.cassettes:
@@ -75,7 +75,7 @@ def ncp_auditor(ncp_client: Any, ncp_settings: options.Settings) -> Any:
     """The fixed LLM auditor with ``--ncp-auditor-model`` (and ``--ncp-audit-votes``)."""
     from ..engine.auditor import LLMAuditor
 
-    return LLMAuditor(ncp_client, ncp_settings.run.auditor_model, votes=ncp_settings.run.audit_votes)
+    return LLMAuditor.from_config(ncp_settings.run, ncp_client)
 
 
 @pytest.fixture
@@ -98,6 +98,10 @@ def load_spec(request: pytest.FixtureRequest) -> Callable[[str | Path], Narrativ
     return load
 
 
+# The run settings ``@pytest.mark.ncp(...)`` may set for ``run_episode``.
+MARKER_FIELDS: tuple[str, ...] = ("max_turns", "player", "player_model", "narrator_model")
+
+
 @pytest.fixture
 def run_episode(request: pytest.FixtureRequest, ncp_settings: options.Settings, ncp_auditor: Any, ncp_client: Any,
                 load_spec: Callable[..., NarrativeSpec], tmp_path: Path) -> Callable[..., EpisodeResult]:
@@ -110,12 +114,17 @@ def run_episode(request: pytest.FixtureRequest, ncp_settings: options.Settings, 
     """
     import asyncio
     import itertools
+    from dataclasses import replace
 
     from ..engine.episode import Episode
     from ..engine.players import ScriptedPlayer, make_player
 
     marker = request.node.get_closest_marker(options.MARKER)
     marked: dict[str, Any] = dict(marker.kwargs) if marker else {}
+    # The marker's settings over the session's, as a new value: the stored settings stay as they are.
+    overrides: dict[str, Any] = {k: int(marked[k]) if k == "max_turns" else marked[k]
+                                 for k in MARKER_FIELDS if marked.get(k) is not None}
+    config = replace(ncp_settings.run, **overrides)
     calls = itertools.count(1)
 
     def run(spec: Any, *, narrator: Any = None, player: Any = None, max_turns: int | None = None,
@@ -126,16 +135,13 @@ def run_episode(request: pytest.FixtureRequest, ncp_settings: options.Settings, 
         if isinstance(narrator, type) or not hasattr(narrator, "respond"):
             narrator = narrator()  # a class or a factory: a fresh narrator for this episode
         if player is None:
-            player = make_player(marked.get("player", ncp_settings.run.player), spec, client=ncp_client,
-                                 model=marked.get("player_model", ncp_settings.run.player_model))
+            player = make_player(config.player, spec, client=ncp_client, model=config.player_model)
         elif isinstance(player, (list, tuple)):
             player = ScriptedPlayer(player)
-        episode = Episode(
-            spec=spec, narrator=narrator, player=player, auditor=auditor or ncp_auditor,
-            max_turns=int(max_turns or marked.get("max_turns") or ncp_settings.run.max_turns), repeat=repeat,
-            client=ncp_client, narrator_model=marked.get("narrator_model", ncp_settings.run.narrator_model),
-            trace_path=tmp_path / f"{spec.id}--r{repeat}--{next(calls)}.jsonl", pipeline=ncp_settings.run.pipeline,
-            player_retries=ncp_settings.run.player_retries,
+        episode = Episode.from_config(
+            spec, config, narrator=narrator, player=player, auditor=auditor or ncp_auditor, client=ncp_client,
+            repeat=repeat, max_turns=int(max_turns) if max_turns else None,
+            trace_path=tmp_path / f"{spec.id}--r{repeat}--{next(calls)}.jsonl",
         )
         return asyncio.run(episode.run())
 
@@ -166,9 +172,8 @@ def ncp_fork(request: pytest.FixtureRequest, ncp_auditor: Any, ncp_client: Any,
                spec: Any = None) -> Any:
         narrator = narrator if narrator is not None else request.getfixturevalue("ncp_narrator")
         factory = narrator if isinstance(narrator, type) or not hasattr(narrator, "respond") else (lambda: narrator)
-        return asyncio.run(fork(state, spec or state.load_spec(), narrator_factory=factory, auditor=ncp_auditor,
-                                samples=samples, continue_turns=continue_turns, client=ncp_client,
-                                narrator_model=ncp_settings.run.narrator_model, pipeline=ncp_settings.run.pipeline))
+        return asyncio.run(fork(state, spec or state.load_spec(), ncp_settings.run, narrator_factory=factory,
+                                auditor=ncp_auditor, samples=samples, continue_turns=continue_turns, client=ncp_client))
 
     at.sample = sample  # type: ignore[attr-defined]
     return at

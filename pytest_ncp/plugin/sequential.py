@@ -27,6 +27,7 @@ from ..core.config import episode_key
 if TYPE_CHECKING:
     import pytest
 
+    from ..core.records import EpisodeRecord
     from ..analysis.sequential_run import SequentialRun
     from .options import Settings
 
@@ -91,11 +92,11 @@ class SessionStop:
         from ..analysis.sequential_run import baseline_outcomes
 
         try:
-            return baseline_outcomes(load_results(self.settings.baseline).records(), turn)
+            return baseline_outcomes(load_results(self.settings.baseline).episodes, turn)
         except (OSError, ValueError):
             return None
 
-    def read(self, record: dict[str, Any], expected: Iterable[str]) -> None:
+    def read(self, record: EpisodeRecord, expected: Iterable[str]) -> None:
         """One episode's record reached the controller."""
         run = self.monitor(expected)
         if run is None:

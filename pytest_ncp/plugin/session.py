@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import pytest
 
-from ..core.config import episode_key
 from .options import PROPERTY_PREFIX, Settings
 
 if TYPE_CHECKING:
+    from ..core.records import EpisodeRecord
     from ..engine.episode import EpisodeResult
     from ..analysis.compare import Comparison
     from ..analysis.results import RunResults, Stopped
@@ -36,7 +36,7 @@ class NcpSession:
         self.workers = workers  # pytest-xdist workers of the session, 0 without (each has its own model client)
         self.stop = SessionStop(settings, is_worker=is_worker, stop_file=stop_file)  # --ncp-sequential
         self.trace_root = settings.report or trace_root
-        self.episodes: dict[str, dict[str, Any]] = {}  # episode key (spec--rN) -> its record (from reports)
+        self.episodes: dict[str, EpisodeRecord] = {}  # episode key (spec--rN) -> its record (from reports)
         self.expected: set[str] = set()  # episode keys of the selected spec tests (results.json: complete?)
         self._attached: set[str] = set()  # episodes whose record a test of this process already carries
         self.verdict: Verdict | None = None  # the session's verdict, once finish() decided it
@@ -73,6 +73,8 @@ class NcpSession:
     # --- running -----------------------------------------------------------------------------
     def _runner(self) -> BackgroundRunner:
         if self._background is None:
+            from dataclasses import replace
+
             from ..engine.narrators import load_narrator
             from ..engine.runner import BackgroundRunner, Runner
 
@@ -80,8 +82,6 @@ class NcpSession:
             if config.max_cost is not None and self.workers:
                 # Under xdist every worker has its own model client, and so has the controller when it audits the
                 # canaries: the cost cap is shared out between them (cap_share), so together they stay within it.
-                from dataclasses import replace
-
                 from ..engine.workers import cap_share
 
                 config = replace(config, max_cost=cap_share(config.max_cost, self.workers,
@@ -92,7 +92,7 @@ class NcpSession:
 
                 self._server = ScriptedModelServer().start()
                 install_demo_script(self._server)
-                config.api_base = self._server.base_url
+                config = replace(config, api_base=self._server.base_url)
             assert config.narrator, "spec tests are only collected with a narrator"
             runner = Runner(config, out_dir=self.trace_root, write_results=False,
                             narrator_factory=load_narrator(config.narrator))
@@ -203,10 +203,9 @@ class NcpSession:
             state = stored.state()
             spec = state.load_spec()
             try:
-                return await fork(state, spec, narrator_factory=factory, auditor=auditor,
+                return await fork(state, spec, runner.config, narrator_factory=factory, auditor=auditor,
                                   samples=self.settings.fork_samples, client=runner.client,
-                                  narrator_model=runner.config.narrator_model, out_dir=Path(self.trace_root) / "forks",
-                                  config=runner.config.to_dict(), pipeline=runner.config.pipeline)
+                                  out_dir=Path(self.trace_root) / "forks")
             finally:
                 if runner.cassettes is not None:
                     runner.cassettes.flush()
@@ -225,8 +224,10 @@ class NcpSession:
         episode = props.get(PROPERTY_PREFIX + "episode")
         if episode is None or not (when == "call" or (when == "setup" and failed)):
             return
-        record = json.loads(episode)
-        key = episode_key(record["spec_id"], int(record["repeat"]))
+        from ..core.records import EpisodeRecord
+
+        record = EpisodeRecord.model_validate_json(episode)
+        key = record.key
         if key in self.episodes:
             return  # the same episode, carried by another of its tests
         self.episodes[key] = record
@@ -248,24 +249,24 @@ class NcpSession:
         self._attached.add(key)
         return True
 
-    def _store_failure(self, record: dict[str, Any]) -> None:
+    def _store_failure(self, record: EpisodeRecord) -> None:
         """--ncp-failures: keep the fork point of a confirmed conflict (on the controller, once per episode)."""
-        failure = record.get("failure")
-        if self.is_worker or self.settings.failures is None or not failure or not record.get("trace"):
+        failure = record.failure
+        if self.is_worker or self.settings.failures is None or failure is None or not record.trace:
             return
-        if not str(record.get("termination", "")).startswith("conflict:"):
+        if not record.termination.is_conflict:
             return
         from ..engine.failures import store_failure
 
         try:
-            path = store_failure(record["trace"], int(failure["turn"]), self.settings.failures)
+            path = store_failure(record.trace, failure.turn, self.settings.failures)
         except (OSError, ValueError, KeyError):
             return  # the episode's own test already reports the conflict; a missing trace only means no fixture
         if path is not None:
             self.stored.append(path)
 
-    def episode_records(self) -> list[dict[str, Any]]:
-        return sorted(self.episodes.values(), key=lambda e: (e["spec_id"], e["repeat"]))
+    def episode_records(self) -> list[EpisodeRecord]:
+        return sorted(self.episodes.values(), key=lambda e: (e.spec_id, e.repeat))
 
     def results(self, stopped: Stopped | None = None, verdict: dict[str, Any] | None = None) -> RunResults:
         """The session's results (``stopped``, ``verdict``: see ``analysis.results.build_results``)."""

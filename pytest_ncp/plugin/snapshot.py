@@ -24,7 +24,7 @@ def normalise(data: Any) -> Any:
         data = {
             "spec_id": data.spec.id, "repeat": data.repeat, "termination": data.termination.value,
             "turns": data.turns, "nodes_reached": data.node_index,
-            "failure": data.failure.to_dict() if data.failure else None,
+            "failure": data.failure.model_dump(mode="json", exclude_unset=True) if data.failure else None,
             "error": {"kind": data.error.kind, "message": data.error.message} if data.error else None,
             "commitments": dict(data.commitment_states),
             "transcript": [{"turn": t.turn, "player": t.player_input, "narrator": t.response} for t in data.transcript],

@@ -14,14 +14,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..analysis.metrics import CONFLICT_KINDS, survival_table
-from ..analysis.owners import OWNER_LABELS, outcome
 from ..core.quotes import find_quote  # the project's one quote matcher (re-exported for callers of this module)
 from ..core.traces import Trace, episode_trace
 from .runs import RunData, iter_labels, load_runs, spec_outline
 from .tables import KIND_LABELS, run_rows, sections
+
+if TYPE_CHECKING:
+    from ..core.records import EpisodeRecord
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies, and in greyscale print.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#999933")
@@ -124,12 +126,12 @@ def _step(max_turn: int) -> int:
 def survival_chart(runs: Sequence[RunData], width: int = 760, height: int = 320) -> dict[str, Any]:
     """Geometry of the S(t) step curves, one per run, for the template to draw as SVG."""
     left, right, top, bottom = 64, 24, 16, 48
-    horizon = max([1, *(r.max_turns for r in runs), *(int(e["turns"]) for r in runs for e in r.episodes)])
+    horizon = max([1, *(r.max_turns for r in runs), *(e.turns for r in runs for e in r.episodes)])
     x = Axis(0, horizon, left, width - left - right)
     y = Axis(1, 0, top, height - top - bottom)  # S = 1 at the top
     curves = []
     for i, run in enumerate(runs):
-        end = max([run.max_turns, *(int(e["turns"]) for e in run.episodes)]) if run.episodes else 0
+        end = max([run.max_turns, *(e.turns for e in run.episodes)]) if run.episodes else 0
         if not run.episodes:
             continue
         table = survival_table(run.episodes, end)
@@ -222,11 +224,9 @@ def _run_view(index: int, run: RunData) -> dict[str, Any]:
 
 def _blame_view(index: int, run: RunData) -> list[dict[str, Any]]:
     """The run's blame table (``report.blame.rows``), each episode a link to its view below."""
-    from ..core.config import episode_key
     from .blame import rows
 
-    anchors = {episode_key(str(e["spec_id"]), int(e.get("repeat", 0) or 0)): f"r{index}-e{j}"
-               for j, e in enumerate(run.episodes)}
+    anchors = {e.key: f"r{index}-e{j}" for j, e in enumerate(run.episodes)}
     blame = run.results.metrics.blame
     table = rows(blame.model_dump(mode="json") if blame is not None else None, run.episodes)
     for row in table:
@@ -245,34 +245,34 @@ def _canaries(summary: Any) -> dict[str, Any] | None:
         return None
 
 
-def _episode_view(run: RunData, anchor: str, e: Mapping[str, Any]) -> dict[str, Any]:
-    trace = episode_trace(e.get("trace"), run.path.parent)
+def _episode_view(run: RunData, anchor: str, e: EpisodeRecord) -> dict[str, Any]:
+    trace = episode_trace(e.trace, run.path.parent)
     outline = spec_outline(trace, run.path.parent) if trace.events else None
     nodes = outline["nodes"] if outline else _node_count(e)
     commitment_info = outline["commitments"] if outline else {}
-    repeat = int(e.get("repeat", 0) or 0)
-    reviews = [p for r in iter_labels(run.reviews, e["spec_id"], repeat) if (p := _pick(r, REVIEW_KEYS)) is not None]
-    failure = _pick(e.get("failure"), FAILURE_KEYS, lists=("fact_ids", "commitment_ids"))
+    repeat = e.repeat
+    reviews = [p for r in iter_labels(run.reviews, e.spec_id, repeat) if (p := _pick(r, REVIEW_KEYS)) is not None]
+    failure = _pick(e.failure.model_dump(mode="json") if e.failure else None, FAILURE_KEYS,
+                    lists=("fact_ids", "commitment_ids"))
     turns = [_turn_view(ev, nodes, reviews) for ev in trace.of("turn")]
     previous = 0
     for t in turns:
         t["advanced"] = t["node"] is not None and t["node"] > previous
         previous = t["node"] if t["node"] is not None else previous
-    owner, outcome_kind = outcome(e)
-    agreement = _map(failure.get("agreement")) if failure else {}
+    ending = e.ending
     return {
-        "anchor": anchor, "spec_id": str(e["spec_id"]), "repeat": repeat, "title": outline["title"] if outline else None,
-        "termination": str(e["termination"]), "kind": _kind(str(e["termination"])), "turns_done": e["turns"],
-        "owner": OWNER_LABELS.get(owner, owner), "outcome": outcome_kind,
-        "agreement": f"{agreement.get('yes')}/{agreement.get('of')}" if agreement else None,
-        "player_fault": _map(e.get("player_fault")) or None,
-        "progress": e.get("progress"), "satisfied": e.get("satisfied"), "nodes_reached": _number(e.get("nodes_reached")),
-        "nodes": nodes, "tokens": _number(e.get("tokens")), "cost_usd": _number(e.get("cost_usd")),
+        "anchor": anchor, "spec_id": e.spec_id, "repeat": repeat, "title": outline["title"] if outline else None,
+        "termination": e.termination.value, "kind": ending.display, "turns_done": e.turns,
+        "owner": ending.owner.label, "outcome": ending.value,
+        "agreement": e.failure.agreement_text if e.failure else None,
+        "player_fault": e.player_fault.model_dump(mode="json") if e.player_fault else None,
+        "progress": e.progress, "satisfied": e.satisfied, "nodes_reached": e.nodes_reached,
+        "nodes": nodes, "tokens": e.tokens, "cost_usd": e.cost_usd,
         "failure": failure, "failure_refs": _failure_refs(failure, trace, commitment_info),
         "failure_reviews": [r for r in reviews if r["turn"] == failure["turn"] and r["type"] == failure["type"]]
         if failure else [],
-        "error": _pick(e.get("error") or _trace_error(trace), ERROR_KEYS),
-        "trace_path": str(trace.path) if trace.path else e.get("trace"), "trace_problem": trace.problem,
+        "error": _pick(e.error.model_dump(mode="json") if e.error else _trace_error(trace), ERROR_KEYS),
+        "trace_path": str(trace.path) if trace.path else e.trace, "trace_problem": trace.problem,
         "bad_lines": trace.bad_lines, "turn_views": turns,
         "lanes": _lanes(turns, e, commitment_info),
         "open": False,
@@ -311,19 +311,10 @@ def _pick(value: Any, keys: Sequence[str], lists: Sequence[str] = ()) -> dict[st
     return out
 
 
-def _kind(termination: str) -> str:
-    if termination.startswith("conflict:"):
-        return "conflict"
-    if termination in ("player_fault", "contested"):
-        return "error"  # an unknown outcome, shown like the other unknowns
-    return termination if termination in ("success", "error", "budget") else "survived"
-
-
-def _node_count(e: Mapping[str, Any]) -> int | None:
+def _node_count(e: EpisodeRecord) -> int | None:
     # Without the spec, N follows from progress = nodes_reached / N whenever a node was reached.
-    reached, progress = e.get("nodes_reached"), e.get("progress")
-    if isinstance(reached, int) and isinstance(progress, (int, float)) and progress > 0:
-        return round(reached / progress)
+    if e.nodes_reached is not None and e.progress > 0:
+        return round(e.nodes_reached / e.progress)
     return None
 
 
@@ -335,10 +326,12 @@ def _trace_error(trace: Trace) -> dict[str, Any] | None:
 def _turn_view(ev: Mapping[str, Any], nodes: int | None, reviews: list[dict[str, Any]]) -> dict[str, Any]:
     # Traces are files: a hand-edited or foreign one may hold anything, and one odd event must cost
     # its own details, not the whole report. Hence _map/_list around every level read.
+    from ..core.wire import Step  # pydantic: only once a report is drawn
+
     verdicts = _map(ev.get("verdicts"))
     response = str(ev.get("response") or "")
-    flagged = [c for c in _list(_map(verdicts.get("conflict_check")).get("conflicts")) if isinstance(c, Mapping)]
-    confirmations = _list(verdicts.get("conflict_confirmation"))
+    flagged = [c for c in _list(_map(verdicts.get(Step.CONFLICT_CHECK)).get("conflicts")) if isinstance(c, Mapping)]
+    confirmations = _list(verdicts.get(Step.CONFLICT_CONFIRMATION))
     votes = _list(verdicts.get("conflict_votes"))
     confirmed_quotes = {(c.get("type"), c.get("quote")) for c in _list(ev.get("confirmed")) if isinstance(c, Mapping)}
     conflicts = []
@@ -362,7 +355,7 @@ def _turn_view(ev: Mapping[str, Any], nodes: int | None, reviews: list[dict[str,
     # The quotes of ledger changes, not of the fact-update verdict: after a confirmed conflict the
     # update is not committed, and marking it would suggest the ledger moved.
     spans += [(str(c["quote"]), "fact") for c in ledger if c and c["quote"]]
-    satisfied = _list(_map(verdicts.get("commitment_check")).get("satisfied"))
+    satisfied = _list(_map(verdicts.get(Step.COMMITMENT_CHECK)).get("satisfied"))
     node = ev.get("node_index")
     screen = _map(ev.get("screen"))
     return {
@@ -374,7 +367,7 @@ def _turn_view(ev: Mapping[str, Any], nodes: int | None, reviews: list[dict[str,
             for a in _list(screen.get("attempts")) if isinstance(a, Mapping)]} if screen else None,
         "narration": highlight(response, spans), "conflicts": conflicts, "ledger": ledger,
         "node": node if isinstance(node, int) and not isinstance(node, bool) else None, "nodes": nodes,
-        "trajectory": _pick(verdicts.get("trajectory_update"), TRAJECTORY_KEYS),
+        "trajectory": _pick(verdicts.get(Step.TRAJECTORY_UPDATE), TRAJECTORY_KEYS),
         "satisfied": [_pick(x, SATISFIED_KEYS) for x in satisfied if isinstance(x, Mapping)],
         "commitments": dict(_map(ev.get("commitments"))),
     }
@@ -392,9 +385,9 @@ def _list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list) else []
 
 
-def _lanes(turns: list[dict[str, Any]], e: Mapping[str, Any], info: Mapping[str, Any]) -> dict[str, Any]:
+def _lanes(turns: list[dict[str, Any]], e: EpisodeRecord, info: Mapping[str, Any]) -> dict[str, Any]:
     """One row per commitment, one cell per audited turn, from each turn's recorded states."""
-    final = _map(e.get("commitments"))
+    final = e.commitments
     ids: list[str] = [str(c) for c in final]
     for t in turns:
         ids += [c for c in t["commitments"] if c not in ids]

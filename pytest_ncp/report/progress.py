@@ -7,8 +7,11 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..core.config import episode_name
+from ..core.safe_text import one_line
+
 if TYPE_CHECKING:
-    from ..engine.episode import EpisodeResult
+    from ..core.records import EpisodeRecord
     from ..llm import Usage
     from ..engine.runner import RunProgress
 
@@ -30,10 +33,8 @@ class ProgressDisplay:
                 f"{p.errors} error(s) | {p.turns / elapsed:.1f} turns/s | {self.usage.tokens:,} tokens, "
                 f"${self.usage.cost_usd:.4f}")
 
-    def episode_done(self, result: EpisodeResult) -> None:
-        from ..engine.episode import episode_line
-
-        self.line(episode_line(result))
+    def episode_done(self, record: EpisodeRecord) -> None:
+        self.line(episode_line(record))
 
     def line(self, line: str) -> None:
         """Print one line above the live bar (or plainly)."""
@@ -68,3 +69,15 @@ class ProgressDisplay:
             self._live.__exit__(*exc)
             self._live = None
         print(self.status(), file=self.stream, flush=True)
+
+
+def episode_line(r: EpisodeRecord) -> str:
+    """One line per finished episode, for the command line."""
+    what = r.termination.value
+    if r.failure:
+        ids = ",".join(r.failure.fact_ids + r.failure.commitment_ids)
+        what += f" at turn {r.failure.turn}" + (f" ({ids})" if ids else "")
+    elif r.error:
+        what += f" ({r.error.kind}: {one_line(r.error.message, 100)})"
+    return (f"{episode_name(r.spec_id, r.repeat)}: {what}; turns={r.turns} progress={r.progress:.0%} "
+            f"satisfied={r.satisfied:.0%} tokens={r.tokens}")

@@ -9,7 +9,6 @@ labels that tell runs apart, the spec outline behind a trace, and the labels of 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
@@ -18,6 +17,7 @@ from ..core.traces import RunFileError, Trace, find_spec_file
 
 if TYPE_CHECKING:
     from ..analysis.results import RunResults
+    from ..core.records import EpisodeRecord
 
 
 @dataclass
@@ -34,10 +34,9 @@ class RunData:
     def config(self) -> dict[str, Any]:
         return self.results.config.model_dump(mode="json", exclude_unset=True)
 
-    @cached_property
-    def episodes(self) -> list[dict[str, Any]]:
-        """The episode records (plain dicts, as the metrics and the templates read them)."""
-        return self.results.records()
+    @property
+    def episodes(self) -> list[EpisodeRecord]:
+        return self.results.episodes
 
     @property
     def max_turns(self) -> int:

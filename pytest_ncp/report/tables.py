@@ -13,7 +13,8 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from ..analysis.metrics import CONFLICT_KINDS, compute_metrics, is_judged, is_narrator_error, survival_table, wilson
+from ..analysis.metrics import CONFLICT_KINDS, compute_metrics, survival_table, wilson
+from ..core.endings import Ending, Termination
 from ..analysis.reviews import dispute_rates
 
 if TYPE_CHECKING:
@@ -38,14 +39,14 @@ def run_rows(results: RunResults | Mapping[str, Any], label: str, *,
 
     run = parse_results(results, label)
     config = run.config.model_dump(mode="json", exclude_unset=True)  # as the file has it
-    episodes = run.records()
+    episodes = run.episodes
     max_turns = config.get("max_turns")
     if not isinstance(max_turns, int):
-        max_turns = max((int(e["turns"]) for e in episodes), default=0)
-    m = compute_metrics(episodes, max_turn=max(max_turns, *(int(e["turns"]) for e in episodes), 0))
-    judged = [e for e in episodes if is_judged(e)]
+        max_turns = max((e.turns for e in episodes), default=0)
+    m = compute_metrics(episodes, max_turn=max(max_turns, *(e.turns for e in episodes), 0))
+    judged = [e for e in episodes if e.ending.judged]
     n = len(judged)
-    horizon = max([max_turns, *SURVIVAL_TURNS, *(int(e["turns"]) + 1 for e in episodes)])
+    horizon = max([max_turns, *SURVIVAL_TURNS, *(e.turns + 1 for e in episodes)])
     table = survival_table(episodes, horizon)
 
     survival: dict[str, Any] = {}
@@ -57,7 +58,7 @@ def run_rows(results: RunResults | Mapping[str, Any], label: str, *,
 
     conflicts = {}
     for kind in CONFLICT_KINDS:
-        count = sum(e["termination"] == f"conflict:{kind}" for e in judged)
+        count = sum(e.termination == Termination(f"conflict:{kind}") for e in judged)
         conflicts[kind] = {"value": round(count / n, 6) if n else None, "count": count,
                            "ci": _ci(wilson(count, n)) if n else None}
 
@@ -76,7 +77,7 @@ def run_rows(results: RunResults | Mapping[str, Any], label: str, *,
         "judged": n,
         "errors": m["unknown"],
         "budget": m["budget"],
-        "narrator_errors": sum(is_narrator_error(e) for e in episodes),
+        "narrator_errors": sum(e.ending is Ending.NARRATOR_ERROR for e in episodes),
         "survival": survival,
         "avg_turns": m["avg_turns"] if n else None,
         "progress_pct": m["progress_pct"] if n else None,

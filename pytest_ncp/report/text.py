@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from ..core.safe_text import one_line, printable
 
 if TYPE_CHECKING:
+    from ..core.records import EpisodeRecord
     from ..engine.episode import EpisodeResult
 
 _KIND = {"fact": "fact conflict", "commitment": "commitment conflict", "player_input": "player-input conflict"}
@@ -244,15 +245,12 @@ def metrics_table(m: Mapping[str, Any], title: str = "ncp") -> str:
 
 
 
-def repeated_error_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
+def repeated_error_lines(records: Sequence[EpisodeRecord]) -> list[str]:
     """One line per error that ended more than one episode the same way, with its count: a broken endpoint or
     auditor reads as one problem, not as many."""
     from collections import Counter
 
-    counts: Counter[tuple[str, str]] = Counter()
-    for e in records:
-        error = e.get("error")
-        if isinstance(error, Mapping) and error.get("message"):
-            counts[(str(error.get("kind")), str(error["message"]))] += 1
+    counts: Counter[tuple[str, str]] = Counter(
+        (e.error.kind, e.error.message) for e in records if e.error is not None and e.error.message)
     return [f"ncp: {n} episodes ended in the same {kind} error: {one_line(message, 200)}"
             for (kind, message), n in counts.most_common() if n > 1]

@@ -19,10 +19,13 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Sequence
 
+from ..core.wire import Step
+
 from .prompts import data_in
 from .server import DEFAULT_REPLIES, RecordedRequest
 
-AUDIT_STEPS = ("conflict_check", "conflict_confirmation", "fact_update", "trajectory_update", "commitment_check")
+AUDIT_STEPS = (Step.CONFLICT_CHECK, Step.CONFLICT_CONFIRMATION, Step.FACT_UPDATE, Step.TRAJECTORY_UPDATE,
+               Step.COMMITMENT_CHECK)
 MODES = ("gold", "never", "always", "invalid", "gullible")
 # What an attack on the auditor looks like in a prompt's data (the gullible auditor obeys it).
 _ADDRESSES_AUDITOR = re.compile(r"auditor|harness|system note|\{\s*\"(?:conflicts|confirmed)\"|"

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Mapping
 
+from ..core.wire import Step
+
 __all__ = ["DEFAULT_REPLIES", "RecordedRequest", "Rule", "ScriptedModelServer"]
 
 NARRATION_DEFAULT = "The lamps gutter as the night wears on. Nothing else changes."
@@ -41,17 +43,17 @@ PLAYER_DEFAULT = "I look around carefully."
 # Keyed by auditor step name or by role. The step defaults are the "nothing happened" answer of each
 # auditor step, so an unscripted turn never invents conflicts or facts.
 DEFAULT_REPLIES: dict[str, Any] = {
-    "conflict_check": {"conflicts": []},
-    "conflict_confirmation": {"confirmed": True, "explanation": "Confirmed by the scripted server."},
-    "success_confirmation": {"confirmed": True, "explanation": "Confirmed by the scripted server."},
-    "fact_update": {"added": [], "negated": []},
-    "trajectory_update": {
+    Step.CONFLICT_CHECK: {"conflicts": []},
+    Step.CONFLICT_CONFIRMATION: {"confirmed": True, "explanation": "Confirmed by the scripted server."},
+    Step.SUCCESS_CONFIRMATION: {"confirmed": True, "explanation": "Confirmed by the scripted server."},
+    Step.FACT_UPDATE: {"added": [], "negated": []},
+    Step.TRAJECTORY_UPDATE: {
         "trigger_event_occurred": False,
         "key_delta_occurred": False,
         "evidence": "No step completed.",
     },
-    "commitment_check": {"satisfied": []},
-    "input_screen": {"fair": True, "problems": [], "explanation": "The player character's own act."},
+    Step.COMMITMENT_CHECK: {"satisfied": []},
+    Step.INPUT_SCREEN: {"fair": True, "problems": [], "explanation": "The player character's own act."},
     "narrator": NARRATION_DEFAULT,
     "player": PLAYER_DEFAULT,
 }

@@ -102,7 +102,7 @@ def test_a_fork_written_into_a_run_folder_never_joins_that_run(failed_run, ncp_m
     from pytest_ncp.core.spec import load_spec
 
     assert runner.resume([load_spec(FIXTURES / "caligari.yaml")], force=True) == 1
-    assert [r["termination"] for r in runner.results.values()] == ["conflict:fact"]
+    assert [r.termination for r in runner.results.values()] == ["conflict:fact"]
     assert runner.changed == [] and [p.name for p in runner._finished.values()] == ["caligari--r0.jsonl"]
 
 

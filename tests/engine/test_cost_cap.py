@@ -93,13 +93,13 @@ def test_cut_episodes_are_censored_never_failures(priced, tmp_path):
                        api_base=priced.base_url, max_turns=6, max_cost=cap)
     runner = Runner(config, out_dir=tmp_path)
     results = asyncio.run(runner.run([load_spec(p) for p in SPEC_FILES]))
-    records = [r.to_dict() for r in results]
+    records = [r.record for r in results]
     assert all(r.termination.value == "budget" and not r.survived for r in results if r.cut_by)
     assert any(r.cut_by for r in results)
     # No conflict and no narrator error anywhere: survival stays 1 at every turn; cut episodes only leave the
     # curve (censored at their last turn), and the error budget does not count them.
     assert all(p.value == 1.0 for p in survival_table(records, 6).values())
-    cut_turns = sorted(int(e["turns"]) for e in records if e["termination"] == "budget")
+    cut_turns = sorted(e.turns for e in records if e.termination == "budget")
     assert survival_table(records, 6)[cut_turns[-1] + 1].reached <= len(records) - len(cut_turns)
     assert error_budget(records).unknown == 0
     trace = (tmp_path / "traces" / f"{results[-1].spec.id}--r0.jsonl").read_text()

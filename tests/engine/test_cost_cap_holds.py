@@ -121,7 +121,7 @@ def test_a_success_whose_confirmation_the_cap_refused_is_not_recorded_as_satisfi
     nodes = len(caligari.trajectory)
     result = play(caligari, [step], max_turns=nodes + 2, client=client)
     assert result.termination is Termination.BUDGET
-    record = result.to_dict()
+    record = result.record.model_dump(mode="json", exclude_unset=True)
     assert record["commitments"]["C6"] != "SATISFIED" and record["satisfied"] < 1, (
         f"a budget episode records an unconfirmed success: commitments={record['commitments']}, "
         f"satisfied={record['satisfied']}, nodes_reached={record['nodes_reached']} of {nodes}, turns={record['turns']}")

@@ -82,7 +82,7 @@ def test_success_comes_with_the_story_and_is_confirmed(play, caligari, ncp_model
     assert "TURN %d." % nodes in confirmation.text and "[C5]" in confirmation.text and "[C6]" in confirmation.text
     # Invariants are never "satisfied" by an end without conflict: they held, and are reported apart.
     assert result.commitment_states["C1"] == "PENDING"
-    assert result.held == 1.0 and result.to_dict()["held"] == 1.0
+    assert result.held == 1.0 and result.record.held == 1.0
     kinds = {c.id: c.kind for c in caligari.commitments}
     met = [c for c, k in kinds.items() if k != "invariant" and result.commitment_states[c] == "SATISFIED"]
     assert result.satisfied == len(met) / sum(k != "invariant" for k in kinds.values())
@@ -128,7 +128,7 @@ def test_a_remembered_trigger_lets_the_key_delta_come_in_a_later_turn(play, cali
     assert "Its trigger event already happened at turn 1" in prompts[2]
     assert "already happened" not in prompts[3] and "the current step is 2 [prophecy]" in prompts[3]
     # Both turns are in the results and in the trace, which rebuilds the same episode.
-    assert result.to_dict()["nodes"] == result.nodes
+    assert [n.model_dump() for n in result.record.nodes] == result.nodes
     records = [json.loads(line) for line in open(result.trace, encoding="utf-8")]
     assert [r["trigger_turn"] for r in records if r["event"] == "turn"] == [1, 1, None, None]
     assert records[-1]["event"] == "end" and records[-1]["nodes"] == result.nodes

@@ -50,9 +50,10 @@ def test_a_flag_whose_quote_never_verifies_is_confirmed_or_refused_never_dropped
     assert len(checks) == 3 and "Repair the quote of conflicts[0] (the fact conflict naming F2)" in checks[1].text
     confirmation = next(r for r in ncp_model_server.requests if r.step == "conflict_confirmation")
     assert "NOT found word for word" in confirmation.text
-    assert result.to_dict()["flags"] == {"raised": 1, "confirmed": 1, "unverified": 1, "unverified_confirmed": 1,
-                                         "withdrawn": 0, "withdrawn_confirmed": 0}
-    assert result.to_dict()["failure"]["quote_verified"] is False
+    assert result.record.flags.model_dump(exclude_unset=True) == {
+        "raised": 1, "confirmed": 1, "unverified": 1, "unverified_confirmed": 1, "withdrawn": 0,
+        "withdrawn_confirmed": 0}
+    assert result.record.failure.quote_verified is False
 
 
 def test_an_unverified_flag_the_confirmation_rejects_is_an_auditor_error_not_a_pass(play, caligari, ncp_model_server):
@@ -74,7 +75,7 @@ def test_a_flag_withdrawn_on_a_retry_still_goes_to_confirmation_and_is_counted(p
     assert len([r for r in ncp_model_server.requests if r.step == "conflict_check"]) == 2
     confirmation = next(r for r in ncp_model_server.requests if r.step == "conflict_confirmation")
     assert "withdrew the flag" in confirmation.text
-    flags = result.to_dict()["flags"]
+    flags = result.record.flags.model_dump(exclude_unset=True)
     assert flags["withdrawn"] == 1 and flags["withdrawn_confirmed"] == int(confirmed)
     if confirmed:
         assert result.termination is Termination.CONFLICT_FACT and result.failure.quote_verified is False
@@ -91,7 +92,7 @@ def test_a_repaired_quote_is_a_verified_flag(play, caligari, ncp_model_server):
     ncp_model_server.add(step="conflict_check", reply=UNQUOTABLE, times=1)
     result = play(caligari, ["The fair is loud."], max_turns=1)
     assert result.termination is Termination.CONFLICT_FACT and result.failure.quote_verified is True
-    assert result.to_dict()["flags"]["unverified"] == 0 and result.to_dict()["flags"]["withdrawn"] == 0
+    assert result.record.flags.unverified == 0 and result.record.flags.withdrawn == 0
 
 
 def test_retry_explains_the_problem_and_a_corrected_answer_is_accepted(play, caligari, ncp_model_server):

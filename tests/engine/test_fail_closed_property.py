@@ -18,6 +18,7 @@ from pytest_ncp.engine.auditor import LLMAuditor
 from pytest_ncp.engine.episode import Episode
 from pytest_ncp.llm import ModelClient
 from pytest_ncp.analysis.metrics import Gate
+from pytest_ncp.core.endings import Termination
 from pytest_ncp.engine.players import ScriptedPlayer
 from pytest_ncp.core.spec import load_spec
 from pytest_ncp.testing import ScriptedModelServer
@@ -98,16 +99,16 @@ def test_no_episode_survives_on_answers_that_were_not_all_valid(plan, max_turns,
                           auditor=LLMAuditor(client, "openai/auditor"), max_turns=max_turns, client=client)
         result = asyncio.run(episode.run())
 
-    record = result.to_dict()
-    if record["termination"] in SURVIVED:
+    record = result.record
+    if record.termination.value in SURVIVED:
         # Every step of every turn ended on a valid answer (retries may have fixed earlier ones).
         assert served and all(kinds[-1] in ("valid", "valid_alt") for kinds in served.values()), (record, served)
     if any(kinds[-1] not in ("valid", "valid_alt") for kinds in served.values()):
-        assert record["termination"] not in SURVIVED, (record, served)
+        assert record.termination.value not in SURVIVED, (record, served)
     # The gate never passes with an error rate above its budget.
-    others = [{**record, "spec_id": f"x{i}", "termination": "turn_limit", "error": None, "turns": max_turns}
-              for i in range(3)]
+    others = [record.model_copy(update={"spec_id": f"x{i}", "termination": Termination.TURN_LIMIT, "error": None,
+                                        "turns": max_turns}) for i in range(3)]
     episodes = [record, *others]
-    unknown = sum(e["termination"] == "error" and (e.get("error") or {}).get("kind") != "narrator" for e in episodes)
+    unknown = sum(e.termination == "error" and (e.error is None or e.error.kind != "narrator") for e in episodes)
     if unknown / len(episodes) > budget:
         assert not Gate(0.0, 0).check(episodes, max_error_rate=budget).passed

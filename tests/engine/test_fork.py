@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from pytest_ncp.core.config import RunConfig
 from pytest_ncp.engine.auditor import LLMAuditor
 from pytest_ncp.engine.episode import Termination
 from pytest_ncp.engine.fork import EpisodeState, ForkError, fork
@@ -46,7 +47,7 @@ def recorded(play, caligari, ncp_model_server, tmp_path):
 
 def run_fork(state, spec, server, narrator_responses=RESPONSES, **kw):
     client = ModelClient(api_base=server.base_url, backoff=0.01, max_backoff=0.05)
-    return asyncio.run(fork(state, spec, narrator_factory=lambda: ListNarrator(narrator_responses),
+    return asyncio.run(fork(state, spec, RunConfig(), narrator_factory=lambda: ListNarrator(narrator_responses),
                             auditor=LLMAuditor(client, "openai/auditor"), client=client, **kw))
 
 
@@ -70,7 +71,7 @@ def test_fork_at_the_failure_turn_reproduces_the_recorded_verdict(recorded, cali
     ncp_model_server.reset()
     script(ncp_model_server)
     outcome = run_fork(state, caligari, ncp_model_server, samples=3, out_dir=tmp_path / "fork")
-    assert [r.failure.to_dict() for r in outcome.results] == [recorded.failure.to_dict()] * 3
+    assert [r.failure for r in outcome.results] == [recorded.failure] * 3
     assert all(r.termination is recorded.termination for r in outcome.results)
     assert outcome.rate == 1.0 and outcome.interval[0] > 0.3
     # Turns 1 and 2 were not generated or audited again: every audit request is for turn 3.
@@ -118,8 +119,9 @@ def test_restore_hook_gets_the_recorded_history(recorded, caligari, ncp_model_se
             return super().respond(player_input, context)
 
     client = ModelClient(api_base=ncp_model_server.base_url, backoff=0.01, max_backoff=0.05)
-    asyncio.run(fork(EpisodeState.at(recorded.trace, 3), caligari, narrator_factory=lambda: Stateful(FIXED),
-                     auditor=LLMAuditor(client, "openai/auditor"), client=client, samples=1))
+    asyncio.run(fork(EpisodeState.at(recorded.trace, 3), caligari, RunConfig(),
+                     narrator_factory=lambda: Stateful(FIXED), auditor=LLMAuditor(client, "openai/auditor"),
+                     client=client, samples=1))
     assert seen == [[("I act, turn 1.", RESPONSES[0]), ("I act, turn 2.", RESPONSES[1])], ("history", 2)]
 
 

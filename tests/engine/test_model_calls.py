@@ -60,7 +60,7 @@ def test_api_key_never_reaches_the_trace(play, caligari, ncp_model_server, monke
     assert result.termination is Termination.ERROR
     trace = open(result.trace, encoding="utf-8").read()
     assert SECRET not in trace and SECRET[10:] not in trace
-    assert SECRET not in json.dumps(result.to_dict())
+    assert SECRET not in result.record.model_dump_json()
     assert "Incorrect API key" in result.error.message
 
 
@@ -100,7 +100,7 @@ def test_tokens_are_counted_per_episode(play, caligari):
     result = play(caligari, ["The fair is loud."], max_turns=2)
     assert result.usage.calls == 8  # four audit steps per turn, no narrator model calls
     assert result.usage.tokens > 0
-    assert result.to_dict()["tokens"] == result.usage.tokens
+    assert result.record.tokens == result.usage.tokens
 
 
 def test_a_missing_api_key_fails_at_once_and_says_which_variable(monkeypatch):

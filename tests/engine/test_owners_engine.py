@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from pytest_ncp.analysis.metrics import compute_metrics, is_unknown, survival_at
+from pytest_ncp.analysis.metrics import compute_metrics, survival_at
 from pytest_ncp.analysis.owners import outcome
 from pytest_ncp.engine.auditor import LLMAuditor
 from pytest_ncp.engine.episode import Episode, Termination
@@ -64,7 +64,7 @@ def test_one_vote_changes_nothing_and_costs_what_it_always_did(ncp_model_server,
     assert steps.count("conflict_confirmation") == 1 and len(steps) == 3 * 4 + 1
     (confirm,) = [r for r in ncp_model_server.requests if r.step == "conflict_confirmation"]
     assert confirm.body["temperature"] == 0
-    record = result.to_dict()
+    record = result.record.model_dump(mode="json", exclude_unset=True)
     assert "agreement" not in record["failure"] and "split" not in record["flags"]
     assert all("conflict_votes" not in e["verdicts"] for e in events(result.trace))
 
@@ -74,7 +74,7 @@ def test_votes_yes_no_yes_stand_with_two_of_three_recorded(ncp_model_server, cal
     ncp_model_server.add(step="conflict_confirmation", reply=cycle(True, False, True))
     result = played(ncp_model_server, caligari, votes=3, trace=tmp_path / "t.jsonl")
     assert result.failure is not None and result.failure.turn == 3
-    assert result.failure.agreement == {"yes": 2, "of": 3} and result.failure.agreement_text == "2/3"
+    assert result.failure.agreement.model_dump() == {"yes": 2, "of": 3} and result.failure.agreement_text == "2/3"
     # It stood, so the episode ended there; short of unanimity it is the auditor's doubt, not a narrator failure.
     assert result.termination is Termination.CONTESTED and result.owner == "auditor" and result.unknown
     votes = [r for r in ncp_model_server.requests if r.step == "conflict_confirmation"]
@@ -82,7 +82,7 @@ def test_votes_yes_no_yes_stand_with_two_of_three_recorded(ncp_model_server, cal
     (turn3,) = [e for e in events(result.trace) if e["turn"] == 3]
     (tally,) = turn3["verdicts"]["conflict_votes"]
     assert (tally["yes"], tally["no"], tally["invalid"], tally["of"]) == (2, 1, 0, 3) and len(tally["answers"]) == 3
-    record = result.to_dict()
+    record = result.record.model_dump(mode="json", exclude_unset=True)
     assert record["failure"]["agreement"] == {"yes": 2, "of": 3}
     assert record["flags"]["split"] == 1 and record["flags"]["split_confirmed"] == 1
     assert result.commitment_states.get("C1") != "VIOLATED"
@@ -96,14 +96,14 @@ def test_votes_no_no_yes_reject_the_flag_and_the_episode_goes_on(ncp_model_serve
     (turn3,) = [e for e in events(result.trace) if e["turn"] == 3]
     assert turn3["verdicts"]["conflict_confirmation"][0]["confirmed"] is False
     assert turn3["verdicts"]["conflict_votes"][0]["yes"] == 1
-    assert result.to_dict()["flags"]["split"] == 1 and result.to_dict()["flags"]["split_confirmed"] == 0
+    assert result.record.flags.split == 1 and result.record.flags.split_confirmed == 0
 
 
 def test_unanimous_votes_are_the_narrators_conflict(ncp_model_server, caligari):
     ncp_model_server.add(step="conflict_check", contains="TURN 3.", reply=CONFLICT)
     result = played(ncp_model_server, caligari, votes=3)
     assert result.termination is Termination.CONFLICT_FACT and result.owner == "narrator"
-    assert result.failure.agreement == {"yes": 3, "of": 3}
+    assert result.failure.agreement.model_dump() == {"yes": 3, "of": 3}
 
 
 def test_a_vote_without_a_valid_answer_counts_for_neither_side(ncp_model_server, caligari):
@@ -168,14 +168,14 @@ def test_a_god_moding_player_is_screened_regenerated_and_then_owns_the_conflict(
     assert retries and "world" in retries[0].text and "The guard falls asleep" in retries[0].text
     (turn3,) = [e for e in events(result.trace) if e["turn"] == 3]
     assert turn3["screen"]["fair"] is False and len(turn3["screen"]["attempts"]) == 3
-    record = result.to_dict()
+    record = result.record.model_dump(mode="json", exclude_unset=True)
     assert record["termination"] == "player_fault" and record["player_fault"]["input"] == GOD_MODE
     assert record["screening"]["inputs"] == 3 and record["screening"]["played_unfair"] == 3
     assert record["screening"]["regenerated"] == 6 and record["screening"]["calls"] == 9
     # Censored before its turn, never a failure: survival through turn 2 is known, turn 3 is not.
-    assert is_unknown(record) and outcome(record) == ("player", "player_fault")
-    assert survival_at([record], 2).value == 1.0 and survival_at([record], 2).reached == 1
-    assert survival_at([record], 3).reached == 0
+    assert result.record.ending.unknown and outcome(result.record) == ("player", "player_fault")
+    assert survival_at([result.record], 2).value == 1.0 and survival_at([result.record], 2).reached == 1
+    assert survival_at([result.record], 3).reached == 0
     assert all(state != "VIOLATED" for state in result.commitment_states.values())
 
 
@@ -202,7 +202,7 @@ def test_scripted_inputs_are_not_screened(ncp_model_server, caligari):
     result = played(ncp_model_server, caligari, max_turns=2)
     assert result.termination is Termination.TURN_LIMIT and result.screening == {}
     assert not [r for r in ncp_model_server.requests if r.step == "input_screen"]
-    assert "screening" not in result.to_dict()
+    assert result.record.screening is None
 
 
 def test_an_invalid_screen_answer_is_retried_then_an_auditor_error(ncp_model_server, caligari):
@@ -243,7 +243,7 @@ def test_the_blame_table_of_a_run_sums_to_its_episodes(ncp_model_server, caligar
                        player_retries=0)
     runner = Runner(config, out_dir=tmp_path, narrator_factory=lambda: ListNarrator(RESPONSES))
     results = asyncio.run(runner.run([caligari]))
-    records = [r.to_dict() for r in results]
+    records = [r.record for r in results]
     blame = compute_metrics(records)["blame"]
     assert blame["episodes"] == 4 == sum(row["count"] for row in blame["owners"].values())
     assert sorted(k for row in blame["owners"].values() for k in row["episodes"]) == \

@@ -135,10 +135,11 @@ def test_a_fork_sample_that_ended_contested_is_not_counted_as_a_narrator_conflic
 def test_a_cancelled_episode_is_left_out_of_every_rate_like_a_cut_one():
     # Ended by the run after an early gate decision: unfinished, so never conflict-free, never in pass^k.
     from pytest_ncp.analysis.metrics import compute_metrics
+    from pytest_ncp.core.records import EpisodeRecord
 
     def ep(spec, repeat, termination, turns):
-        return {"spec_id": spec, "repeat": repeat, "termination": termination, "turns": turns, "progress": 0.0,
-                "satisfied": 0.0, "failure": None, "error": None}
+        return EpisodeRecord(spec_id=spec, repeat=repeat, termination=termination, turns=turns, progress=0.0,
+                             satisfied=0.0)
 
     m = compute_metrics([ep("a", 0, "turn_limit", 5), ep("a", 1, "cancelled", 2), ep("b", 0, "budget", 1)],
                         survival_turn=5)

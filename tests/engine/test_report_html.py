@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_ncp.core.records import EpisodeRecord
 from pytest_ncp.engine.auditor import LLMAuditor
 from pytest_ncp.core.config import RunConfig
 from pytest_ncp.llm import ModelClient
@@ -163,8 +164,9 @@ def test_survival_curves_one_per_run_step_function(tmp_path):
 
     def episode(spec_id, termination, turns):
         failure = {"turn": turns, "type": "fact"} if termination.startswith("conflict") else None
-        return {"spec_id": spec_id, "repeat": 0, "termination": termination, "turns": turns, "failure": failure,
-                "progress": 0, "satisfied": 0, "tokens": 0, "cost_usd": 0, "trace": None}
+        return EpisodeRecord.model_validate({
+            "spec_id": spec_id, "repeat": 0, "termination": termination, "turns": turns, "failure": failure,
+            "progress": 0, "satisfied": 0, "tokens": 0, "cost_usd": 0, "trace": None})
 
     a = write_results(tmp_path / "a", build_results({"narrator": "x:A", "max_turns": 4},
                                                     [episode("s1", "conflict:fact", 2), episode("s2", "turn_limit", 4)]))
@@ -254,7 +256,8 @@ def test_odd_trace_events_cost_their_own_details_not_the_report(tmp_path):
     (traces / "x--r0.jsonl").write_text("\n".join(json.dumps(e) for e in events) + "\n")
     episode = {"spec_id": "x", "repeat": 0, "termination": "turn_limit", "turns": 2, "progress": 0.5,
                "satisfied": 0.0, "failure": None, "commitments": {"C1": "PENDING"}, "trace": "traces/x--r0.jsonl"}
-    path = write_results(tmp_path / "run", build_results({"narrator": "x:Y", "max_turns": 2}, [episode]))
+    path = write_results(tmp_path / "run", build_results({"narrator": "x:Y", "max_turns": 2},
+                                                         [EpisodeRecord.model_validate(episode)]))
     html_text = render_html(load_runs([path]))
     found = assert_inert(html_text)
     assert len(found.named("article")) == 2

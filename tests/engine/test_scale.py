@@ -134,7 +134,7 @@ def interrupt(folder, keep):
 
     run = load_results(folder)
     write_results(folder, build_results(
-        run.config.model_dump(mode="json", exclude_unset=True), run.records()[:keep], expected=run.expected,
+        run.config.model_dump(mode="json", exclude_unset=True), run.episodes[:keep], expected=run.expected,
         stopped="interrupted", survival_turn=run.metrics.survival_turn,
         shard=run.shard.model_dump() if run.shard else None))
 

@@ -179,7 +179,7 @@ def test_a_response_cut_by_the_limit_is_recorded(play, caligari, ncp_model_serve
     client = ModelClient(api_base=ncp_model_server.base_url, max_tokens={"narrator": 10})
     result = play(caligari, max_turns=1, narrator=ModelNarrator([]), client=client)
     assert result.transcript[0].response == " ".join(["word"] * 10)
-    assert result.to_dict()["truncated_calls"] == 1
+    assert result.record.truncated_calls == 1
     turn = next(json.loads(x) for x in open(result.trace, encoding="utf-8") if '"event": "turn"' in x)
     assert turn["truncated_calls"] == [{"role": "narrator", "step": None, "model": "openai/n", "max_tokens": 10,
                                         "completion_tokens": 10}]
@@ -349,5 +349,5 @@ def test_the_trace_of_an_errored_turn_holds_its_evidence(play, caligari, ncp_mod
     assert len(rejected) == 3 and {a["step"] for a in rejected} == {"conflict_check"}
     assert "name no active ledger fact" in " ".join(rejected[0]["problems"])
     assert json.loads(rejected[0]["answer"]) == bad
-    assert result.to_dict()["error"]["turn"] == 2
+    assert result.record.error.turn == 2
 

@@ -9,7 +9,8 @@ import pytest
 
 from pytest_ncp.cli import main
 from pytest_ncp.core.config import RunConfig
-from pytest_ncp.engine.episode import Termination, episode_line
+from pytest_ncp.engine.episode import Termination
+from pytest_ncp.report.progress import episode_line
 from pytest_ncp.llm import ModelClient
 from pytest_ncp.engine.players import ScriptedPlayer, SimulatedPlayer
 from pytest_ncp.report.text import failure_text
@@ -165,7 +166,7 @@ def test_error_reasons_in_episode_lines_end_on_a_whole_word(ncp_model_server, tm
                               max_turns=2), narrator_factory=Raises,
                     player_factory=lambda spec: ScriptedPlayer(["I wait."] * 5))
     (result,) = asyncio.run(runner.run([caligari]))
-    line = episode_line(result)
+    line = episode_line(result.record)
     reason = line.split("(narrator: ", 1)[1].split(");", 1)[0]
     assert reason.endswith(" …") and "\x1b" not in line
     full = result.error.message

@@ -41,7 +41,7 @@ def test_a_world_rule_conflict_is_verified_and_ends_the_episode(play, caligari, 
     assert result.termination is Termination.CONFLICT_COMMITMENT
     assert result.failure.turn == 2 and result.failure.commitment_ids == ["W1"]
     assert result.commitment_states["W1"] == "VIOLATED"
-    assert result.to_dict()["commitments"]["W2"] == "PENDING"  # a conflict ends the episode: not held
+    assert result.record.commitments["W2"] == "PENDING"  # a conflict ends the episode: not held
     message = failure_text(result)
     assert "commitment W1 (invariant)" in message and "The dead stay dead" in message
     assert "pytest_ncp/world_rules.yaml (W1, a default world rule)" in message

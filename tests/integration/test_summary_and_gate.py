@@ -68,7 +68,7 @@ def test_report_writes_results_json_and_traces(project):
     four_specs(project)
     result = project.run("-q", f"--ncp-report={project.pytester.path / 'out'}")
     data = json.loads((project.pytester.path / "out" / "results.json").read_text())
-    assert data["version"] == 2 and data["config"]["narrator"] == "agent:Narrator"
+    assert data["version"] == 3 and data["config"]["narrator"] == "agent:Narrator"
     assert [e["spec_id"] for e in data["episodes"]] == ["b-spec", "c-spec", "caligari", "d-spec"]
     assert data["metrics"]["episodes"] == 4 and data["metrics"]["conflict_rates"]["fact"] == 0.25
     for e in data["episodes"]:  # recorded relative to the results folder, like `ncp run --out`

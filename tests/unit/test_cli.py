@@ -94,7 +94,7 @@ def test_demo_runs_offline_and_writes_results(tmp_path):
     assert "caligari[r0]:" in proc.stdout and "survival@6" in proc.stdout and "survival@20" not in proc.stdout
     assert "these figures judge no real model" in proc.stdout
     results = json.loads((out / "results.json").read_text())
-    assert results["version"] == 2 and results["complete"] and results["episodes"][0]["spec_id"] == "caligari"
+    assert results["version"] == 3 and results["complete"] and results["episodes"][0]["spec_id"] == "caligari"
     assert (out / "traces" / "caligari--r0.jsonl").exists()
     assert results["episodes"][0]["trace"] == "traces/caligari--r0.jsonl"  # relative to results.json
 

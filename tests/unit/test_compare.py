@@ -12,6 +12,7 @@ import pytest
 
 from pytest_ncp.cli import main
 from pytest_ncp.analysis.compare import agreement, bootstrap_diff_ci, compare_runs, mcnemar_exact, survived_at
+from pytest_ncp.core.records import EpisodeRecord
 from tests.conftest import ROOT
 
 
@@ -85,12 +86,15 @@ def test_bootstrap_is_deterministic_per_seed():
 
 
 def test_survival_at_turn_counts_conflicts_up_to_that_turn_only():
-    assert survived_at(ep("a", "conflict:fact", turn=20), 20) is False
-    assert survived_at(ep("a", "conflict:fact", turn=21), 20) is True
+    def rec(*args, **kwargs):
+        return EpisodeRecord.model_validate(ep(*args, **kwargs))
+
+    assert survived_at(rec("a", "conflict:fact", turn=20), 20) is False
+    assert survived_at(rec("a", "conflict:fact", turn=21), 20) is True
     # Stopped before turn 20 without failing: the outcome at 20 is unknown (censored), never "survived".
-    assert survived_at(ep("a", "script_exhausted", turn=4), 20) is None
-    assert survived_at(ep("a", "script_exhausted", turn=20), 20) is True
-    assert survived_at(ep("a", "success", turn=7), 20) is True
+    assert survived_at(rec("a", "script_exhausted", turn=4), 20) is None
+    assert survived_at(rec("a", "script_exhausted", turn=20), 20) is True
+    assert survived_at(rec("a", "success", turn=7), 20) is True
 
 
 # --- comparing runs ---------------------------------------------------------------------------------

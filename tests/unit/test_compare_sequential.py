@@ -7,12 +7,18 @@ import pytest
 from pytest_ncp.analysis.results import build_results, write_results
 from pytest_ncp.analysis.sequential_run import SequentialPlan, SequentialRun, episode_order, paired_check
 from pytest_ncp.cli import main
+from pytest_ncp.core.records import EpisodeRecord
 
 
-def ep(spec, failed=False, repeat=0):
+def _ep_dict(spec, failed=False, repeat=0):
     return {"spec_id": spec, "repeat": repeat, "termination": "conflict:fact" if failed else "turn_limit",
             "turns": 2 if failed else 20, "progress": 0.0, "satisfied": 0.0,
             "failure": {"turn": 2, "type": "fact"} if failed else None, "error": None}
+
+
+def ep(*args, **kwargs):
+    """The typed record the engine produces."""
+    return EpisodeRecord.model_validate(_ep_dict(*args, **kwargs))
 
 
 SPECS = [f"s{i:02d}" for i in range(40)]

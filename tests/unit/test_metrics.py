@@ -7,13 +7,15 @@ import math
 import pytest
 
 from pytest_ncp.analysis.metrics import Gate, compute_metrics, kaplan_meier, pass_hat_k, pearson, wilson
+from pytest_ncp.core.records import EpisodeRecord
 from pytest_ncp.report.verdict import gate_line
 
 
 def ep(spec, termination, turns, progress=0.0, satisfied=0.0, repeat=0, tokens=10):
-    failure = {"turn": turns} if termination.startswith("conflict:") else None
-    return {"spec_id": spec, "repeat": repeat, "termination": termination, "turns": turns,
-            "progress": progress, "satisfied": satisfied, "failure": failure, "tokens": tokens, "cost_usd": 0.01}
+    failure = {"turn": turns, "type": termination.split(":")[1]} if termination.startswith("conflict:") else None
+    return EpisodeRecord.model_validate({"spec_id": spec, "repeat": repeat, "termination": termination, "turns": turns,
+                                         "progress": progress, "satisfied": satisfied, "failure": failure,
+                                         "tokens": tokens, "cost_usd": 0.01})
 
 
 EPISODES = [

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ncp.analysis.metrics import compute_metrics, error_budget, is_unknown, survival_at
+from pytest_ncp.analysis.metrics import compute_metrics, error_budget, survival_at
 from pytest_ncp.analysis.owners import OWNERS, blame_table, outcome
 from pytest_ncp.analysis.results import build_results, parse_results
+from pytest_ncp.core.records import Ending, EpisodeRecord, Owner
 from pytest_ncp.report.blame import blame_lines, blame_markdown
 
 
@@ -19,7 +20,7 @@ def ep(spec, termination, turns=3, *, kind=None, failure_turn=None, repeat=0):
     if termination.startswith("conflict:") or termination in ("player_fault", "contested"):
         e["failure"] = {"turn": failure_turn or turns, "type": termination.split(":")[-1]
                         if termination.startswith("conflict:") else "fact", "fact_ids": ["F1"]}
-    return e
+    return EpisodeRecord.model_validate(e)
 
 
 @pytest.mark.parametrize("record, owner, kind", [
@@ -31,9 +32,9 @@ def ep(spec, termination, turns=3, *, kind=None, failure_turn=None, repeat=0):
     (ep("a", "error", kind="auditor"), "auditor", "error:auditor"),
     (ep("a", "contested"), "auditor", "contested"),
     (ep("a", "error", kind="model"), "model", "error:model"),
-    (ep("a", "error", kind="cosmic-ray"), "harness", "error:cosmic-ray"),
-    (ep("a", "something-new"), "harness", "something-new"),
+    (ep("a", "error"), "harness", "error"),  # an error whose kind was not recorded
     (ep("a", "budget"), "budget", "budget"),
+    (ep("a", "cancelled"), "budget", "cancelled"),
     (ep("a", "success"), "none", "success"),
     (ep("a", "turn_limit"), "none", "turn_limit"),
     (ep("a", "script_exhausted"), "none", "script_exhausted"),
@@ -52,7 +53,7 @@ def test_the_blame_table_sums_to_the_episode_count_with_every_episode_once():
     assert list(table["owners"]) == list(OWNERS)
     assert table["episodes"] == len(RUN) == sum(row["count"] for row in table["owners"].values())
     keys = [k for row in table["owners"].values() for k in row["episodes"]]
-    assert sorted(keys) == sorted(f"{e['spec_id']}--r{e['repeat']}" for e in RUN)
+    assert sorted(keys) == sorted(f"{e.spec_id}--r{e.repeat}" for e in RUN)
     narrator = table["owners"]["narrator"]
     assert narrator["count"] == 3 and narrator["kinds"] == {"conflict:fact": 2, "error:narrator": 1}
     assert narrator["episodes"] == ["a--r0", "b--r1", "c--r0"]
@@ -65,7 +66,7 @@ def test_the_blame_table_sums_to_the_episode_count_with_every_episode_once():
 
 def test_player_faults_and_split_verdicts_are_unknown_outcomes_censored_before_their_turn():
     fault, split = ep("d", "player_fault", turns=3), ep("e", "contested", turns=3)
-    assert is_unknown(fault) and is_unknown(split) and not is_unknown(ep("a", "conflict:fact"))
+    assert fault.ending.unknown and split.ending.unknown and not ep("a", "conflict:fact").ending.unknown
     # Observed through turn 2, censored there: neither a failure at turn 3 nor a survival of it.
     for record in (fault, split):
         assert survival_at([record], 2).value == 1.0 and survival_at([record], 2).reached == 1
@@ -77,7 +78,7 @@ def test_player_faults_and_split_verdicts_are_unknown_outcomes_censored_before_t
 
 
 def test_the_blame_table_goes_through_the_typed_results_model():
-    records = [r for r in RUN if r["termination"] != "budget"]
+    records = [r for r in RUN if r.termination != "budget"]
     results = build_results({}, records, survival_turn=3)
     assert results.metrics.blame is not None and results.metrics.blame.episodes == len(records)
     again = parse_results(results.document(), "r")
@@ -102,3 +103,14 @@ def test_an_older_results_file_without_a_blame_table_still_gets_one():
 
     table = rows(None, RUN)
     assert sum(r["count"] for r in table) == len(RUN) and table[0]["episodes"] == ["a[r0]", "b[r1]", "c[r0]"]
+
+
+def test_every_ending_is_classified_once_and_consistently():
+    # One table says what each ending means; the predicates follow from its owner, and none contradicts another.
+    for ending in Ending:
+        assert ending.label and isinstance(ending.owner, Owner)
+        assert ending.failure == (ending.owner is Owner.NARRATOR)
+        assert ending.judged == (not ending.unknown and not ending.stopped)
+        assert sum((ending.failure, ending.unknown, ending.stopped, ending.survived)) == 1
+        assert ending.censored == (not ending.failure and ending is not Ending.SUCCESS)
+    assert {e for e in Ending if e.censored_before_its_turn} == {Ending.PLAYER_FAULT, Ending.CONTESTED}

@@ -12,6 +12,7 @@ import pytest
 
 from pytest_ncp.cli import main
 from pytest_ncp.analysis.metrics import wilson
+from pytest_ncp.core.records import EpisodeRecord
 from pytest_ncp.report.runs import load_runs
 from pytest_ncp.report.tables import render_json, render_markdown, render_plain, render_terminal, run_rows
 from pytest_ncp.analysis.reviews import dispute_rates, load_reviews
@@ -19,7 +20,7 @@ from pytest_ncp.analysis.results import build_results, load_results, write_resul
 from pytest_ncp.core.traces import RunFileError
 
 
-def ep(spec_id, termination="turn_limit", turns=20, *, repeat=0, conflict_turn=None, progress=0.5,
+def _ep_dict(spec_id, termination="turn_limit", turns=20, *, repeat=0, conflict_turn=None, progress=0.5,
        satisfied=0.25, tokens=100, cost=0.001):
     failure = None
     if termination.startswith("conflict:"):
@@ -30,6 +31,11 @@ def ep(spec_id, termination="turn_limit", turns=20, *, repeat=0, conflict_turn=N
             "progress": progress, "satisfied": satisfied, "failure": failure,
             "error": {"kind": "auditor", "message": "bad", "traceback": None} if termination == "error" else None,
             "commitments": {}, "nodes_reached": 1, "tokens": tokens, "cost_usd": cost, "trace": None}
+
+
+def ep(*args, **kwargs):
+    """The typed record the engine produces."""
+    return EpisodeRecord.model_validate(_ep_dict(*args, **kwargs))
 
 
 # Ten episodes, turn limit 20: conflicts at turns 5, 12 and 15, one auditor error after turn 3.
@@ -139,7 +145,7 @@ def test_bad_results_files_give_file_line_and_fix(tmp_path):
     other.write_text(json.dumps({"version": 1, "episodes": [{"spec_id": "a", "turns": 3}]}))
     with pytest.raises(RunFileError, match=r"episodes\[0\]: missing 'repeat', 'termination', 'progress'"):
         load_results(other)
-    other.write_text(json.dumps({"version": 1, "episodes": [{**ep("a"), "progress": "half"}]}))
+    other.write_text(json.dumps({"version": 1, "episodes": [{**_ep_dict("a"), "progress": "half"}]}))
     with pytest.raises(RunFileError, match=r"episodes\[0\]\.progress: expected a number, got 'half'"):
         load_results(other)
     other.write_text(json.dumps({"version": 7, "episodes": []}))
@@ -265,7 +271,7 @@ def test_an_incomplete_run_is_noted_by_ncp_report_and_marked_in_the_html(tmp_pat
     whole = write_run(tmp_path / "whole")
     part = write_results(tmp_path / "part", build_results(
         {"narrator": "my_agent:Narrator", "max_turns": 20}, EPISODES[:4],
-        expected=[f"{e['spec_id']}--r0" for e in EPISODES], stopped="interrupted"))
+        expected=[e.key for e in EPISODES], stopped="interrupted"))
     assert main(["report", str(whole), str(part)]) == 0
     err = capsys.readouterr().err
     assert "is incomplete: 4 of 10 expected episode(s) finished; it was interrupted" in err

@@ -14,14 +14,20 @@ from pytest_ncp.analysis.sequential_run import (SequentialPlan, SequentialRun, b
                                                 merge_sequential)
 from pytest_ncp.analysis.verdict import BaselineResult, decide
 from pytest_ncp.core.exit_codes import EXIT_FAILED, EXIT_OK
+from pytest_ncp.core.records import EpisodeRecord
 from pytest_ncp.report.verdict import verdict_lines
 
 
-def ep(spec, repeat=0, termination="turn_limit", turns=20, fail_turn=None):
+def _ep_dict(spec, repeat=0, termination="turn_limit", turns=20, fail_turn=None):
     failed = fail_turn is not None
     return {"spec_id": spec, "repeat": repeat, "termination": "conflict:fact" if failed else termination,
             "turns": fail_turn if failed else turns, "progress": 0.0, "satisfied": 0.0,
             "failure": {"turn": fail_turn, "type": "fact"} if failed else None, "error": None}
+
+
+def ep(*args, **kwargs):
+    """The typed record the engine produces."""
+    return EpisodeRecord.model_validate(_ep_dict(*args, **kwargs))
 
 
 JOBS = [(f"s{i:02d}", 0) for i in range(40)]

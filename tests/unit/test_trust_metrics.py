@@ -13,16 +13,22 @@ from pytest_ncp.analysis.metrics import (
 )
 from pytest_ncp.analysis.verdict import decide
 from pytest_ncp.core.exit_codes import EXIT_ERROR_BUDGET, EXIT_GATE_FAILED
+from pytest_ncp.core.records import EpisodeRecord
 from pytest_ncp.report.verdict import budget_line, gate_line
 
 
-def ep(termination, turns, *, spec="s", repeat=0, kind=None, held=None):
+def _ep_dict(termination, turns, *, spec="s", repeat=0, kind=None, held=None):
     """An episode record; conflicts happen at ``turns``; ``kind`` is an error's kind."""
     return {"spec_id": spec, "repeat": repeat, "termination": termination, "turns": turns, "progress": 0.5,
             "satisfied": 0.5, "held": held,
             "failure": {"turn": turns, "type": termination.split(":")[1]} if termination.startswith("conflict:") else None,
             "error": {"kind": kind or "auditor", "message": "m"} if termination == "error" else None,
             "tokens": 0, "cost_usd": 0.0}
+
+
+def ep(*args, **kwargs):
+    """The typed record the engine produces."""
+    return EpisodeRecord.model_validate(_ep_dict(*args, **kwargs))
 
 
 def many(n, termination, turns, **kw):

@@ -11,15 +11,21 @@ from pytest_ncp.analysis.verdict import (
     Baseline, BaselineResult, Canaries, CanaryResult, Completeness, NarratorErrors, SurvivalGate, decide,
 )
 from pytest_ncp.core.exit_codes import EXIT_ERROR_BUDGET, EXIT_FAILED, EXIT_OK
+from pytest_ncp.core.records import EpisodeRecord
 from pytest_ncp.report.session import session_lines
 from pytest_ncp.report.verdict import verdict_lines
 
 
-def ep(spec, termination="turn_limit", turns=4, kind=None):
+def _ep_dict(spec, termination="turn_limit", turns=4, kind=None):
     return {"spec_id": spec, "repeat": 0, "termination": termination, "turns": turns, "progress": 0.0,
             "satisfied": 0.0,
             "failure": {"turn": turns, "type": termination.split(":")[1]} if termination.startswith("conflict") else None,
             "error": {"kind": kind, "message": "m"} if termination == "error" else None}
+
+
+def ep(*args, **kwargs):
+    """The typed record the engine produces."""
+    return EpisodeRecord.model_validate(_ep_dict(*args, **kwargs))
 
 
 CLEAN = [ep(f"s{i}") for i in range(4)]
@@ -74,16 +80,18 @@ def test_no_spec_can_vanish_from_the_gate_through_errors_whatever_the_budget():
     # Issue 19 (review finding 2): --repeats 3 --max-error-rate 0.25 with every repeat of one spec errored
     # passed its gate, "9 of 12 episode(s) observed".
     def reps(spec, termination="turn_limit", n=3):
-        return [{**ep(spec, termination, kind="auditor"), "repeat": r} for r in range(n)]
+        return [EpisodeRecord.model_validate({**_ep_dict(spec, termination, kind="auditor"), "repeat": r})
+                for r in range(n)]
     records = reps("tiny", "error") + reps("a") + reps("b") + reps("c")
-    keys = [f"{e['spec_id']}--r{e['repeat']}" for e in records]
+    keys = [e.key for e in records]
     v = decide(records, gate=Gate(0.9, 4), max_error_rate=0.25, expected=keys)
     assert v.exit_code == EXIT_ERROR_BUDGET and v.budget.budget.vanished == (("tiny", 3, 3),)
     assert "no spec may lose more than half its episodes to unknown outcomes" in text(v) and "tiny (3 of 3)" in text(v)
     assert "lost more than half their episodes" in text(v)
     # One errored repeat of three is within both rules.
-    records = reps("a") + reps("b") + reps("c")[:2] + [{**ep("c", "error", kind="model"), "repeat": 2}]
-    keys = [f"{e['spec_id']}--r{e['repeat']}" for e in records]
+    records = reps("a") + reps("b") + reps("c")[:2] + [
+        EpisodeRecord.model_validate({**_ep_dict("c", "error", kind="model"), "repeat": 2})]
+    keys = [e.key for e in records]
     assert decide(records, gate=Gate(0.9, 4), max_error_rate=0.25, expected=keys).exit_code == EXIT_OK
 
 
@@ -179,7 +187,7 @@ def test_parts_come_in_the_order_they_are_explained():
 
 
 def cut(spec, turns=1):
-    return {**ep(spec, "budget", turns), "cut_by": "max-cost", "cost_usd": 0.25}
+    return EpisodeRecord.model_validate({**_ep_dict(spec, "budget", turns), "cut_by": "max-cost", "cost_usd": 0.25})
 
 
 def test_episodes_cut_by_the_cost_cap_exit_7_and_never_count_against_the_error_budget():
