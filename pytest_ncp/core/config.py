@@ -89,6 +89,7 @@ class RunConfig:
     api_base: str | None = default("api-base")
     max_turns: int = default("max-turns")
     max_response_chars: int = default("max-response-chars")
+    narrator_timeout: float = default("narrator-timeout")  # seconds per narrator hook call (engine.narrators)
     audit_votes: int = default("audit-votes")          # confirmation samples per flagged conflict
     player_retries: int = default("player-retries")    # regenerations of an unfair simulated input
     repeats: int = default("repeats")

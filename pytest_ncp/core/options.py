@@ -332,6 +332,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("max-response-chars", whole(1), DEFAULT_MAX_RESPONSE_CHARS, "a narrator response longer than this "
            "is the narrator's error before any audit call (it would not fit an auditor's window)",
            config=FINGERPRINT, metavar="N"),
+    Option("narrator-timeout", seconds, 120.0, "seconds a narrator's respond(), opening() or reset() may take "
+           "(sync ones run in a thread, async ones are awaited); past it the episode ends as the narrator's error "
+           "and the run goes on. Built-in narrators are bounded by the model calls' own {timeout}",
+           config=RECORDED, metavar="S"),
     Option("audit-votes", whole(1), 1, "confirmation samples per flagged conflict: it stands on a strict majority "
            "and the agreement (e.g. 2/3) is recorded; a conflict short of unanimity is the auditor's doubt, not the "
            "narrator's failure. Above 1 the samples run at temperature 0.7, so they are independent "

@@ -19,7 +19,7 @@ from ..core.ledger import FactLedger
 from ..llm import (
     Completion, CostCapReached, ModelClient, ModelError, Usage, current_episode, current_usage, in_chain, scrub,
 )
-from .narrators import Narrator, NarratorContext, accepts_argument, call_maybe_async
+from .narrators import LLMNarrator, Narrator, NarratorContext, accepts_argument, call_maybe_async, call_narrator
 from .players import Player, PlayerView, ScriptedPlayer
 from ..core.quotes import words
 from ..core.reading import read
@@ -254,6 +254,8 @@ class Episode:
     # A longer response is the narrator's error before any audit call (issue 19): padded past the
     # auditor's context window it would otherwise become a model error, outside survival.
     max_response_chars: int = DEFAULT_MAX_RESPONSE_CHARS
+    # Seconds a narrator hook may take (--narrator-timeout): a hung narrator is its own error, not a hung run.
+    narrator_timeout: float | None = None
     client: ModelClient | None = None
     narrator_model: str | None = None
     trace_path: str | Path | None = None
@@ -298,7 +300,8 @@ class Episode:
         return cls(
             spec=spec, narrator=narrator, player=player, auditor=auditor, client=client, repeat=repeat,
             max_turns=config.max_turns if max_turns is None else max_turns,
-            max_response_chars=config.max_response_chars, player_retries=config.player_retries,
+            max_response_chars=config.max_response_chars, narrator_timeout=config.narrator_timeout,
+            player_retries=config.player_retries,
             narrator_model=config.narrator_model, pipeline=config.pipeline, config=config.to_dict(),
             trace_path=trace_path, on_turn=on_turn, stop=stop, start=start, fork_origin=fork_origin,
             recorded_screens=dict(recorded_screens or {}),
@@ -447,7 +450,7 @@ class Episode:
 
     async def _narrate(self, turn: int, history: Sequence[tuple[str, str]], player_input: str) -> str:
         try:
-            response = await self._guard("narrator", call_maybe_async, self.narrator.respond,
+            response = await self._guard("narrator", self._hook, self.narrator.respond, "respond()",
                                          player_input, self._context(turn, list(history)))
             _check_response(response, "respond()", self.max_response_chars)
         except _EpisodeError as exc:
@@ -701,22 +704,28 @@ class Episode:
     # The optional hooks (narrators.SupportsReset, SupportsRestore, SupportsOpening, SpeculationSafe) are
     # looked up with getattr, not isinstance: a runtime protocol check reads attributes statically, and a
     # narrator behind a proxy (``__getattr__``) would lose its hooks.
+    async def _hook(self, fn: Any, name: str, *args: Any) -> Any:
+        """Call a narrator hook within ``narrator_timeout``. Built-in narrators only wait on model calls, which
+        their own timeouts bound (a slow model is the model's error, not the narrator's)."""
+        timeout = None if isinstance(self.narrator, LLMNarrator) else self.narrator_timeout
+        return await call_narrator(fn, *args, timeout=timeout, name=name)
+
     async def _reset(self) -> None:
         reset = getattr(self.narrator, "reset", None)
         if callable(reset):
-            await call_maybe_async(reset, self.spec)
+            await self._hook(reset, "reset()", self.spec)
 
     async def _restore(self, history: list[tuple[str, str]]) -> None:
         restore = getattr(self.narrator, "restore", None)
         if callable(restore):
-            await call_maybe_async(restore, tuple(history))
+            await self._hook(restore, "restore()", tuple(history))
 
     async def _opening(self, history: list[tuple[str, str]]) -> str | None:
         opening = getattr(self.narrator, "opening", None)
         if not callable(opening):
             return None
         args = (self._context(0, history),) if accepts_argument(opening) else ()
-        return await call_maybe_async(opening, *args)
+        return await self._hook(opening, "opening()", *args)
 
     async def _guard(self, kind: ErrorKind, fn: Any, *args: Any) -> Any:
         """Run one part of a turn; classify what it raises by where it happened.

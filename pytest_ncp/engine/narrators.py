@@ -165,7 +165,8 @@ async def call_narrator(fn: Callable[..., Any], *args: Any, timeout: float | Non
         try:
             return await asyncio.wait_for(awaitable, left())
         except asyncio.TimeoutError:
-            raise NarratorTimeout(f"{name} did not answer within {timeout:g} s (--narrator-timeout)") from None
+            raise NarratorTimeout(f"{name} did not answer within {timeout:g} s (the narrator timeout: "
+                                  "--narrator-timeout, or --ncp-narrator-timeout under pytest)") from None
 
     if inspect.iscoroutinefunction(fn):
         return await bounded(fn(*args))
