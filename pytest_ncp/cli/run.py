@@ -67,6 +67,8 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
         runner = Runner(config, out_dir=Path(args.out) if args.out else None, sequential=_plan(gate, config, args))
     except (NarratorLoadError, ValueError) as exc:
         return usage(str(exc))
+    if args.resume and not _resume(runner, specs, args):
+        return EXIT_USAGE
     from ..engine.preflight import endpoint_problems, preflight_message
 
     broken = endpoint_problems(config, runner.narrator_factory)
@@ -75,8 +77,6 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
 
         print(preflight_message(broken), file=sys.stderr)
         return EXIT_ERROR_BUDGET
-    if args.resume and not _resume(runner, specs, args):
-        return EXIT_USAGE
     assert runner.client is not None
     display = ProgressDisplay(runner.progress, runner.client.usage)
     runner.on_episode = lambda result: display.episode_done(result.record)
