@@ -39,12 +39,13 @@ def _replayed(config: RunConfig) -> bool:
     return folder is not None and folder.is_dir() and any(folder.iterdir())
 
 
-def endpoint_problems(config: RunConfig, narrator_factory: Any = None) -> list[str]:
-    """One line per broken (role, model, endpoint) the run would call; empty when all answer."""
+def endpoint_problems(config: RunConfig, narrator_factory: Any = None, flag: str = "--api-base") -> list[str]:
+    """One line per broken (role, model, endpoint) the run would call; empty when all answer (``flag``: how the
+    front end spells the endpoint option)."""
     from ..llm.preflight import preflight
 
     calls = planned_calls(config, narrator_factory)
-    return preflight(calls, config.api_base, timeout=min(10.0, config.timeout)) if calls else []
+    return preflight(calls, config.api_base, timeout=min(10.0, config.timeout), flag=flag) if calls else []
 
 
 def preflight_message(problems: list[str], where: str = "--api-base") -> str:

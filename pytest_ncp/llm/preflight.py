@@ -46,8 +46,9 @@ def model_base(api_base: str | None, model: str) -> str | None:
     return None
 
 
-def probe_endpoint(api_base: str | None, model: str, *, timeout: float = 10) -> Probe:
-    """``GET {base}/models`` of the endpoint ``model`` is reached at."""
+def probe_endpoint(api_base: str | None, model: str, *, timeout: float = 10, flag: str = "--api-base") -> Probe:
+    """``GET {base}/models`` of the endpoint ``model`` is reached at (``flag``: how the front end spells the
+    endpoint option, for the fix it suggests)."""
     base = model_base(api_base, model)
     where = endpoint_label(api_base, model)
     if base is None:
@@ -67,15 +68,16 @@ def probe_endpoint(api_base: str | None, model: str, *, timeout: float = 10) -> 
                                            "is not checked")
         if exc.not_json:
             return Probe("answers", where, f"{where} answers GET models with something that is not JSON; is "
-                                           "--api-base the OpenAI-compatible base (ending in /v1)?")
+                                           f"{flag} the OpenAI-compatible base (ending in /v1)?")
         return Probe("unreachable", where, scrub(f"cannot reach {where} ({exc.reason}) -> start the server, or set "
-                                                 "--api-base to its URL (e.g. http://127.0.0.1:8080/v1)"))
+                                                 f"{flag} to its URL (e.g. http://127.0.0.1:8080/v1)"))
     ids = tuple(str(m.get("id")) for m in (data.get("data") or []) if isinstance(m, dict)) \
         if isinstance(data, dict) else ()
     return Probe("ok", where, f"{where} answers", ids, time.monotonic() - started)
 
 
-def preflight(calls: Iterable[tuple[str, str]], api_base: str | None, *, timeout: float = 10) -> list[str]:
+def preflight(calls: Iterable[tuple[str, str]], api_base: str | None, *, timeout: float = 10,
+              flag: str = "--api-base") -> list[str]:
     """Probe each distinct endpoint of ``calls`` ((role, model) the run will make) once; one line per broken
     (role, model, endpoint), empty when every endpoint answers."""
     probes: dict[tuple[str | None, str], Probe] = {}
@@ -85,7 +87,7 @@ def preflight(calls: Iterable[tuple[str, str]], api_base: str | None, *, timeout
         provider = model.split("/", 1)[0] if "/" in model else "openai"
         key = (base, provider)
         if key not in probes:
-            probes[key] = probe_endpoint(api_base, model, timeout=timeout)
+            probes[key] = probe_endpoint(api_base, model, timeout=timeout, flag=flag)
         probe = probes[key]
         if probe.broken:
             problems.append(f"{role} {model} at {probe.endpoint}: {probe.text}")

@@ -148,7 +148,7 @@ class NcpSession:
         from ..engine.narrators import load_narrator
         from ..engine.preflight import endpoint_problems, preflight_message
 
-        problems = endpoint_problems(self.settings.run, load_narrator(self.settings.run.narrator))
+        problems = endpoint_problems(self.settings.run, load_narrator(self.settings.run.narrator), "--ncp-api-base")
         if not problems:
             return None
         self.preflight_failed = True
