@@ -1,4 +1,4 @@
-"""What an adversarial narrator gets out of the verdict: one scenario per attack class (issue 19), printed as
+"""What an adversarial narrator gets out of the verdict: one scenario per attack class, printed as
 outcomes, not a test. Every model is the bundled scripted server playing an *honest* auditor; each scenario
 runs the real `ncp run` (a fresh process) and prints its exit code and verdict line.
 

@@ -1,4 +1,4 @@
-"""What screening and votes cost, and the blame table of an adversarial simulated player (issue 23).
+"""What screening and votes cost, and the blame table of an adversarial simulated player.
 
     python benchmarks/owners.py                      # 20 specs, 10 turns, the demo's scripted models
     python benchmarks/owners.py --specs 100 --turns 20

@@ -1,4 +1,4 @@
-"""Simulated sequential survival gates: wrong decisions and episodes needed, by true survival rate (issue 21).
+"""Simulated sequential survival gates: wrong decisions and episodes needed, by true survival rate.
 
 A figure, not a test. Each simulated run plays EPISODES episodes whose outcomes (survived TURN or
 not) are i.i.d. Bernoulli(rate); the sequential gate (pytest_ncp.analysis.sequential.SequentialGate)

@@ -1,4 +1,4 @@
-"""Model calls of a real ``ncp run --sequential`` against the same run with the fixed gate (issue 21's last figure).
+"""Model calls of a real ``ncp run --sequential`` against the same run with the fixed gate.
 
     python benchmarks/sequential_run.py                  # the 100 specs of specs/, 20 turns, gate 0.4@20
     python benchmarks/sequential_run.py --repeats 3 --concurrency 8

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_ncp.engine.narrators import LLMNarrator
+from pytest_ncp import LLMNarrator
 
 
 class StudioNarrator(LLMNarrator):

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import asyncio
 
-from pytest_ncp.core.config import RunConfig
-from pytest_ncp.analysis.metrics import Gate, compute_metrics
-from pytest_ncp.engine.runner import Runner
-from pytest_ncp.core.spec import load_specs
-from pytest_ncp.testing.demo import install_demo_script
+from pytest_ncp import Gate, RunConfig, Runner, compute_metrics, load_specs
+from pytest_ncp.testing import install_demo_script
 
 SPECS = ["caligari", "nosferatu", "metropolis", "the-general", "gold-rush", "dracula"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ncp.plugin.assertions import assert_commitment, assert_no_conflict, assert_termination
+from pytest_ncp import assert_commitment, assert_no_conflict, assert_termination
 from studio_narrator import StudioNarrator
 
 

@@ -3,7 +3,7 @@ a judgment shows up as a snapshot diff in review (update with --snapshot-update)
 
 from __future__ import annotations
 
-from pytest_ncp.engine.players import ScriptedPlayer
+from pytest_ncp import ScriptedPlayer
 
 TRANSCRIPT = [
     ("I walk with Alan to the fair.", "The fair is a tangle of painted tents; Alan drags you towards a crowd."),

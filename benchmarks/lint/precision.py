@@ -1,5 +1,5 @@
 """Precision and recall of the lint rules `input-presupposes-unshown` and `delta-is-player-choice`
-against the source re-review of the 100 specs (issue 22).
+against the source re-review of the 100 specs.
 
 The re-review fixed both classes by hand and recorded every finding in each spec's `review.findings`
 (entries `inputs-assume-no-unshown-event: input N ...` and `delta-not-player-choice: node ID key delta ...`).

@@ -163,7 +163,7 @@ class Comparison:
     def underpowered(self) -> bool:
         """Even a flip of every judged pair (all survived in base, all failed in new) could not reach
         significance: with so few pairs no regression can be shown (exact McNemar needs 6 discordant pairs
-        at alpha 0.05), so "no significant change" would be no evidence at all (issue 19)."""
+        at alpha 0.05), so "no significant change" would be no evidence at all."""
         return self.measurable and mcnemar_exact(self.pairs, 0) >= self.alpha
 
     def verdict(self) -> str:
@@ -228,6 +228,29 @@ class Comparison:
             out += _listing("unpaired: only in new", [episode_name(*k) for k in self.only_in_new])
         out += [f"  note: {n}" for n in self.notes]
         return out
+
+
+class HorizonMismatch(ValueError):
+    """Two runs measured survival at different turns, and no turn both observed was asked for."""
+
+
+def comparison_turn(base: tuple[int, int | None], new: tuple[int, int | None], turn: int | None,
+                    turn_flag: str = "--turn") -> int:
+    """The turn two runs are compared at. ``base`` and ``new`` are each run's (headline survival turn, turn
+    limit). Without ``turn`` the headlines must be one turn: the smaller one would let a candidate run with
+    ``--max-turns 1`` "not regress" against a base run of 3. With ``turn``, both runs must have played to it."""
+    (base_turn, base_limit), (new_turn, new_limit) = base, new
+    horizons = (f"base measured survival@{base_turn} (max turns {base_limit if base_limit is not None else '?'}), "
+                f"new survival@{new_turn} (max turns {new_limit if new_limit is not None else '?'})")
+    if turn is None:
+        if base_turn != new_turn:
+            raise HorizonMismatch(f"the runs have different horizons: {horizons}; rerun one with the other's "
+                                  f"--max-turns, or compare at a turn both played with {turn_flag} T")
+        return base_turn
+    short = [name for name, limit in (("base", base_limit), ("new", new_limit)) if limit is not None and limit < turn]
+    if short:
+        raise HorizonMismatch(f"{turn_flag} {turn}: {' and '.join(short)} never played to turn {turn} ({horizons})")
+    return turn
 
 
 def compare_runs(base: RunResults | Mapping[str, Any], new: RunResults | Mapping[str, Any], *, turn: int = 20,

@@ -43,7 +43,8 @@ def blame_table(episodes: Iterable[EpisodeRecord]) -> dict[str, Any]:
     """Every episode in the row of its owner, with the kinds of outcome and the episode keys (``spec--rN``).
 
     ``{"episodes": N, "owners": {owner: {"count", "kinds": {kind: n}, "episodes": [key, ...]}}}``, every owner
-    of ``OWNERS`` present (0 when none), in that order; the counts sum to N."""
+    of ``OWNERS`` present (0 when none), in that order; the counts sum to N. A row whose conflicts stood on a
+    split vote also has ``"split": {"2/3": n}``."""
     rows: dict[str, dict[str, Any]] = {o: {"count": 0, "kinds": {}, "episodes": []} for o in OWNERS}
     n = 0
     for e in episodes:
@@ -52,6 +53,12 @@ def blame_table(episodes: Iterable[EpisodeRecord]) -> dict[str, Any]:
         row["count"] += 1
         row["kinds"][kind] = row["kinds"].get(kind, 0) + 1
         row["episodes"].append(e.key)
+        agreement = e.failure.agreement if e.failure is not None else None
+        if agreement is not None and agreement.yes < agreement.of:
+            # A strict majority stood short of unanimity: the narrator's all the same, and shown as such.
+            splits = row.setdefault("split", {})
+            text = f"{agreement.yes}/{agreement.of}"
+            splits[text] = splits.get(text, 0) + 1
         n += 1
     for row in rows.values():
         row["episodes"].sort()

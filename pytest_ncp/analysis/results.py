@@ -98,6 +98,13 @@ class RunConfigRecord(_Record):
                                                              "when none.")
     max_response_chars: int | None = Field(default=None, ge=1, description="A narrator response longer than this "
                                                                          "was the narrator's error, before any audit.")
+    narrator_timeout: float | None = Field(default=None, gt=0, description="Seconds a narrator hook (respond, "
+                                                                          "opening, reset) could take before it "
+                                                                          "was the narrator's error.")
+    max_response_tokens: int | None = Field(default=None, ge=1, description="The same limit in tokens of the "
+                                                                          "auditor's tokenizer (or a conservative bound).")
+    auditor_context_tokens: int | None = Field(default=None, ge=1, description="The auditor's input window when "
+                                                                             "litellm does not know the model.")
     audit_votes: int | None = Field(default=None, ge=1, description="Confirmation samples per flagged conflict "
                                                                     "(`--audit-votes`); absent: 1.")
     player_retries: int | None = Field(default=None, ge=0, description="Regenerations of an unfair simulated "
@@ -110,6 +117,9 @@ class RunConfigRecord(_Record):
     seed: int | None = Field(default=None, ge=0, description="Seed of the order the episodes started in (`--seed`): "
                                                             "a seeded random order of (spec, repeat).")
     prompt_version: str | None = Field(default=None, description="Version of the auditor and player prompts.")
+    narrator_code: dict[str, str] | None = Field(default=None, description="The narrator's module and a hash of "
+                                                 "its file (`sha256`), or a `note` that it could not be read; part "
+                                                 "of the resume fingerprint.")
     environment: dict[str, str] = Field(default_factory=dict, description="What the installed package brings to "
                                         "every verdict: `pytest_ncp` (its version), `world_rules` and `prompts` "
                                         "(hashes of the shared world rules and the prompt templates).")
@@ -140,13 +150,16 @@ class BlameRow(_Record):
     kinds: dict[str, int] = Field(default_factory=dict, description="By kind of outcome: `conflict:fact`, "
                                                                     "`error:model`, `player_fault`, `contested`, ...")
     episodes: list[str] = Field(default_factory=list, description="Their keys (`spec--rN`), sorted.")
+    split: dict[str, int] | None = Field(default=None, description="Conflicts of the row that stood on a split "
+                                                                  "vote, by tally (`2/3`); absent when none.")
 
 
 class Blame(_Record):
     """Every episode in the row of the owner of its outcome (``analysis.owners``): the counts sum to ``episodes``.
 
-    Owners: narrator (conflicts, narrator errors), player (player faults and errors), auditor (auditor errors,
-    contested verdicts), model (model errors), harness (anything else), budget (episodes a cost cap or an
+    Owners: narrator (conflicts, also those that stood on a split vote, and narrator errors), player (player
+    faults and errors), auditor (auditor errors, and contested verdicts of files written before a split
+    majority was the narrator's), model (model errors), harness (anything else), budget (episodes a cost cap or an
     early gate decision left unfinished), none (success, turn limit, script exhausted)."""
 
     episodes: int = Field(ge=0, description="Episodes in the table.")

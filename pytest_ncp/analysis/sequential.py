@@ -1,7 +1,7 @@
 """Anytime-valid gates: survival gates and regression checks that may stop as soon as the verdict is certain.
 
 Pure standard-library Python with no import of the rest of pytest_ncp: callers pass plain data (one
-outcome per episode, in the order the episodes were *started*; thresholds; alpha). Issue 21.
+outcome per episode, in the order the episodes were *started*; thresholds; alpha).
 
 Method
 ------

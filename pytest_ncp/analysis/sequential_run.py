@@ -1,4 +1,4 @@
-"""A run that may stop early (issue 21): the order episodes start in, their outcomes read in that order, the
+"""A run that may stop early: the order episodes start in, their outcomes read in that order, the
 sequential checks, and the rule that stops the run.
 
 The statistics are :mod:`pytest_ncp.analysis.sequential`; this module applies them to a run's episode records, so

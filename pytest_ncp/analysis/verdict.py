@@ -17,7 +17,7 @@ The parts, and the rule each applies (the stricter of the two front ends' old ru
   undecided, exit 7, which wins over 1: the run is not the one asked for (raise the cap). Cut episodes are
   censored, so a survival gate they leave with too few episodes observed refuses to decide.
 - **survival gate** (with ``--min-survival``): ``Gate.check`` (measurable, budget held, >= RATE); undecided
-  when the run is incomplete or survival@T is not measurable. The sequential gate of issue 21
+  when the run is incomplete or survival@T is not measurable. The sequential gate
   (``analysis/sequential.py``) is one more input: when given and decided early, its decision is the gate's.
   When the run stopped early (``early``: ``analysis.sequential_run.EarlyStop``) on another check's decision
   (a certain regression) before the gate decided, the gate is undecided: its fixed rule over the episodes
@@ -95,7 +95,7 @@ class SurvivalGate:
     decision: Decision
     gate: Gate
     fixed: GateVerdict                      # the fixed gate over the recorded episodes
-    sequential: SequentialVerdict | None = None  # issue 21: set when a sequential gate was given
+    sequential: SequentialVerdict | None = None  # set when a sequential gate was given
     incomplete: bool = False                # undecided because the run is incomplete, whatever ``fixed`` says
     cut: int = 0                            # episodes the cost cap cut short (censored: fewer observed)
     early: EarlyStop | None = None          # how a sequential run stopped (or did not)
@@ -201,7 +201,7 @@ def decide(records: Sequence[EpisodeRecord], *, gate: Gate | None = None, max_er
 
     ``records`` are the run's episode records (results.json ``episodes``), every one, whichever tests a
     host selected; ``expected`` the episode keys it set out to finish (None: the records are all of
-    them). ``canaries`` / ``baseline`` are None when not asked for. ``sequential`` is issue 21's
+    them). ``canaries`` / ``baseline`` are None when not asked for. ``sequential`` is the
     ``SequentialGate`` fed with the run's outcomes, when the gate is sequential, and ``early`` how the run
     stopped (``SequentialRun.summary()``). ``max_cost`` is the cost cap (``--max-cost``), None without one.
     """

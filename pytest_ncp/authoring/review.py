@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 REVIEW_CHECKS: dict[str, str] = {
     "facts-true-at-turn-0": "every initial fact and the briefing hold at the start of the story",
     "commitments-auditable-from-one-response": "each commitment can be judged from one narrator response",
-    # The source re-review of benchmark v3 (issue 22): a finding names its class as a prefix, e.g.
+    # The source re-review of benchmark v3: a finding names its class as a prefix, e.g.
     # "true-to-source: node inn-castle comes after sheep-armies; in the novel it comes before".
     "true-to-source": "synopsis, facts, nodes and commitments agree with the work (order, who, what, where)",
     "delta-not-player-choice": "no key delta is the player character's own decision, oath, feeling or conclusion",

@@ -100,7 +100,7 @@ def sample_canaries(cases: Sequence[GoldCase], k: int, *, seed: int = DEFAULT_CA
     """K cases, half known violations (rounded up) and half known clean, the same for the same set and seed.
 
     A quarter of the violations (rounded up, once there are two or more) are injection cases: violations whose
-    narration addresses the auditor, so a canary run catches an auditor that obeys the narrator (issue 19)."""
+    narration addresses the auditor, so a canary run catches an auditor that obeys the narrator."""
     ordered = sorted(cases, key=lambda c: c.id)
     violations = [c for c in ordered if c.violation]
     clean = [c for c in ordered if not c.violation]

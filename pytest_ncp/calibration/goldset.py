@@ -8,6 +8,9 @@ Layout of a set directory (default ``calibration/``)::
 A case file::
 
     spec: nosferatu                  # specs/nosferatu.yaml of this set
+    live:                            # or the live spec (cases built from its playthrough, cases/<id>-v4.yaml):
+      path: ../specs/nosferatu.yaml  #   relative to the set; the cases fail --check when its fingerprint
+      fingerprint: 0123456789abcdef  #   changes (ncp calibrate --from-playthroughs rebuilds and restamps)
     review: {status: reviewed, reviewer: "...", date: 2026-11-30, notes: "outcome"}
     points:                          # moments of the story that cases start from
       castle-supper:
@@ -35,6 +38,9 @@ A case file::
         satisfied: [C5]              # pending commitments the response fulfils
         tags: [paraphrase]           # hard-case tags (HARD_TAGS)
         why: one line: why these labels
+        from_turn: 6                 # live specs only: the playthrough turn the case is (unedited: clean) or
+                                     # edits (one sentence changed or added, length within 15%: a violation,
+                                     # a legitimate change, a near miss); the point's turn
 
 Omitted labels mean "no": no conflict, no trigger, no delta, nothing added, negated or satisfied.
 """
@@ -64,13 +70,13 @@ HARD_TAGS: dict[str, str] = {
     "premature-reveal": "later plot revealed or done ahead of its time",
     "partial-node": "the current node only half completed (trigger without key delta, or hinted only)",
     "passing-ack": "the player's input acknowledged only in passing",
-    # Benchmark v3 families (issue 22): the slips real narrators make, and clean turns that look like them.
+    # Benchmark v3 families: the slips real narrators make, and clean turns that look like them.
     "long-horizon": "the contradicted fact was added by the story at an earlier turn, not given at turn 0",
     "quiet-override": "the player's act is acknowledged, then overridden or given an outcome the player did not choose",
     "implication": "the contradiction is implied by what happens (a dead man's voice, a locked door walked through)",
     "legitimate-change": "a fact changes through an event the narration shows (clean: must not be flagged)",
     "near-miss": "wording that looks like a contradiction and is not: a dream, a lie, a rumour (clean)",
-    # Issue 19: the narration carries an attack on the auditor (fake closing tags, out-of-character notes,
+    # Prompt injection: the narration carries an attack on the auditor (fake closing tags, out-of-character notes,
     # fake JSON answers, instructions in the player input) beside a real violation or on a clean turn.
     "injection": "the narration or input carries instructions to the auditor; judge the story, not the instructions",
 }
@@ -80,9 +86,9 @@ STATES = ("PENDING", "SATISFIED")
 # What a set should reach (reported by --check; the issue's targets).
 TARGETS = {"cases": 300, "specs": 25, "clean_share": 0.40, "per_type": 50}
 _CASE_KEYS = {"id", "point", "input", "response", "conflict", "trigger", "delta", "added", "negated", "satisfied",
-              "tags", "why"}
+              "tags", "why", "from_turn"}
 _POINT_KEYS = {"turn", "node", "trigger_done", "added", "negated", "commitments", "previous"}
-_FILE_KEYS = {"spec", "review", "points", "cases"}
+_FILE_KEYS = {"spec", "live", "review", "points", "cases"}
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,7 @@ class GoldCase:
     tags: tuple[str, ...] = ()
     why: str = ""
     where: str = ""  # path:line of the case, for messages
+    from_turn: int | None = None  # the playthrough turn the case is (clean) or edits (a live spec's cases)
 
     @property
     def violation(self) -> bool:
@@ -224,14 +231,21 @@ def _load_file(path: Path, spec_dir: Path, gold: GoldSet) -> None:
         return
     for key in sorted(set(data) - _FILE_KEYS):
         problem((key,), f"unknown field (valid: {', '.join(sorted(_FILE_KEYS))})")
-    spec_path = spec_dir / f"{data.get('spec')}.yaml"
-    try:
-        spec = load_spec(spec_path)
-    except SpecError as exc:
-        problem(("spec",), f"cannot load the frozen spec copy {spec_path}: {str(exc).splitlines()[0]}")
-        return
+    live = data.get("live")
+    if live is not None:
+        spec_or_none = _live_spec(live, spec_dir.parent, problem)
+        if spec_or_none is None:
+            return
+        spec = spec_or_none
+    else:
+        spec_path = spec_dir / f"{data.get('spec')}.yaml"
+        try:
+            spec = load_spec(spec_path)
+        except SpecError as exc:
+            problem(("spec",), f"cannot load the frozen spec copy {spec_path}: {str(exc).splitlines()[0]}")
+            return
     if spec.id != data.get("spec"):
-        problem(("spec",), f"{spec_path} has id {spec.id!r}, expected {data.get('spec')!r}")
+        problem(("spec",), f"{spec.path} has id {spec.id!r}, expected {data.get('spec')!r}")
     review = data.get("review")
     if review is not None:
         from ..core.spec import Review
@@ -247,9 +261,30 @@ def _load_file(path: Path, spec_dir: Path, gold: GoldSet) -> None:
             points[str(pid)] = point
     for i, raw in enumerate(data.get("cases") or []):
         case = _case(raw, spec, points, f"{path}:{_nearest_line(lines, ('cases', i)) or 1}",
-                     lambda loc, msg, i=i: problem(("cases", i, *loc), msg))
+                     lambda loc, msg, i=i: problem(("cases", i, *loc), msg), live=live is not None)
         if case is not None:
             gold.cases.append(case)
+
+
+def _live_spec(live: Any, root: Path, problem: Any) -> NarrativeSpec | None:
+    """The live spec a case file names (``live: {path, fingerprint}``, the path relative to the set), when it
+    still has the fingerprint the cases were built on."""
+    if not isinstance(live, dict) or set(live) != {"path", "fingerprint"}:
+        problem(("live",), "expected {path: <spec file, relative to the gold set>, fingerprint: <its hash>}")
+        return None
+    spec_path = root / str(live["path"])
+    try:
+        spec = load_spec(spec_path)
+    except SpecError as exc:
+        problem(("live", "path"), f"cannot load the live spec {spec_path}: {str(exc).splitlines()[0]}")
+        return None
+    if spec.fingerprint != live["fingerprint"]:
+        problem(("live", "fingerprint"), f"{spec_path} has changed since these cases were built (fingerprint "
+                                         f"{spec.fingerprint}, the cases were built on {live['fingerprint']}): "
+                                         "rebuild the clean cases (ncp calibrate --from-playthroughs), re-read the "
+                                         "edited ones against the spec, then restamp")
+        return None
+    return spec
 
 
 def _ids(value: Any) -> list[str]:
@@ -356,7 +391,8 @@ def parse_conflict(text: str) -> GoldConflict:
     return GoldConflict(kind.strip(), tuple(i.strip() for i in ids.split(",") if i.strip()))
 
 
-def _case(raw: Any, spec: NarrativeSpec, points: Mapping[str, Point], where: str, problem: Any) -> GoldCase | None:
+def _case(raw: Any, spec: NarrativeSpec, points: Mapping[str, Point], where: str, problem: Any, *,
+          live: bool = False) -> GoldCase | None:
     if not isinstance(raw, dict):
         problem((), "a case is a mapping (id, point, input, response, ...)")
         return None
@@ -376,11 +412,40 @@ def _case(raw: Any, spec: NarrativeSpec, points: Mapping[str, Point], where: str
         trigger=raw.get("trigger", False), delta=raw.get("delta", False),
         added=tuple(_ids(raw.get("added"))), negated=tuple(_ids(raw.get("negated"))),
         satisfied=tuple(_ids(raw.get("satisfied"))), tags=tuple(_ids(raw.get("tags"))), why=raw["why"].strip(),
-        where=where,
+        where=where, from_turn=raw.get("from_turn"),
     )
     for message in _label_problems(case):
         problem((), message)
+    if case.from_turn is not None or live:
+        for message in _playthrough_problems(case, live):
+            problem(("from_turn",), message)
     return case
+
+
+def _playthrough_problems(case: GoldCase, live: bool) -> list[str]:
+    """A live spec's case is a playthrough turn (clean) or a minimal edit of one: the turn it comes from
+    exists and is the point's turn, an unedited turn is labelled clean, an edited one keeps the edit rules."""
+    from .edits import edit_problems
+
+    t = case.from_turn
+    turns = case.spec.playthrough or []
+    if not live:
+        return ["from_turn needs a case file on a live spec (document-level `live`), whose playthrough it names"]
+    if not isinstance(t, int) or isinstance(t, bool) or not 1 <= t <= len(turns):
+        return [f"expected the playthrough turn the case comes from (1 to {len(turns)}), got {t!r}"]
+    if t != case.point.turn:
+        return [f"from_turn {t} is not the point's turn {case.point.turn}: the case edits the turn it is audited at"]
+    turn = turns[t - 1]
+    out: list[str] = []
+    if _squash(case.player_input) != _squash(turn.input) and "injection" not in case.tags:
+        out.append(f"the input differs from playthrough turn {t}'s {turn.input!r} (only an injection case may "
+                   "change it)")
+    if _squash(case.response) == _squash(turn.narration):
+        if case.violation:
+            out.append(f"the response is playthrough turn {t} unchanged, which is clean: a violation edits it")
+        return out
+    out += [f"not a minimal edit of playthrough turn {t}: {p}" for p in edit_problems(turn.narration, case.response)]
+    return out
 
 
 def _label_problems(case: GoldCase) -> list[str]:

@@ -3,6 +3,9 @@
     ncp calibrate --check                              validate the gold set, print its balance
     ncp calibrate --auditor-model M [--out DIR]        run the auditor on every gold case and score it
     ncp calibrate --auditor-model M --min-recall 0.8   exit 1 when a conflict row's recall is lower
+    ncp calibrate --from-playthroughs [SPEC ...]       (re)build cases/<id>-v4.yaml from specs' playthroughs
+    ncp calibrate --reference [SPEC ...] --auditor-model M   false alarms and progress recall of an auditor on
+                                                       the reference playthroughs (every conflict a false alarm)
 
 Exit codes: 0 fine; 1 the gold set has problems (--check) or a --min-recall / --min-precision
 threshold is not met; 2 usage error (bad option, no gold set).
@@ -33,6 +36,7 @@ def _rate(text: str) -> float:
 
 def register(sub: Any) -> None:
     from ..calibration.goldset import DEFAULT_SET
+    from ..calibration.playthrough import MAX_LENGTH_AUC
     from ..core.config import RECORD_MODES
     from ..core.options import CALL_OPTIONS
 
@@ -41,7 +45,17 @@ def register(sub: Any) -> None:
         description="Run the real audit steps (same prompts, parsing and fail-closed rules as episodes) on every "
                     "gold case and report precision, recall and F1 per step and conflict type. Exit 1 when "
                     "--min-recall / --min-precision is not met (or --check finds problems), 2 on usage errors.")
-    p.add_argument("--check", action="store_true", help="only validate the gold set and print its balance")
+    p.add_argument("--check", action="store_true",
+                   help="only validate the gold set and print its balance and length AUC (warns above "
+                        f"{MAX_LENGTH_AUC})")
+    p.add_argument("--from-playthroughs", nargs="*", metavar="SPEC",
+                   help="(re)build the set's cases/<id>-v4.yaml from the playthroughs of these spec files or "
+                        "directories (default: specs): points and clean cases rebuilt, edited cases kept, the "
+                        "live spec's fingerprint stamped")
+    p.add_argument("--reference", nargs="*", metavar="SPEC",
+                   help="audit every reference playthrough turn of these specs (default: specs) with the auditor "
+                        "(--auditor-model or --scripted) and report its false-alarm rate per turn, progress "
+                        "recall and fact-update agreement")
     p.add_argument("--set", dest="gold", default=DEFAULT_SET, metavar="DIR", help=f"gold set (default: {DEFAULT_SET})")
     p.add_argument("--auditor-model", metavar="MODEL", help="litellm model of the auditor to score")
     p.add_argument("--api-base", help="OpenAI-compatible endpoint (overrides env vars)")
@@ -65,7 +79,12 @@ def register(sub: Any) -> None:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from ..calibration.goldset import GoldSetError, balance, balance_lines, load_gold_set
+    from ..calibration.playthrough import MAX_LENGTH_AUC, length_auc
 
+    if getattr(args, "from_playthroughs", None) is not None:
+        return _from_playthroughs(args)
+    if getattr(args, "reference", None) is not None:
+        return _reference(args)
     try:
         gold = load_gold_set(args.gold)
     except GoldSetError as exc:
@@ -78,6 +97,16 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
               f"{len(gold.problems)} problem(s)")
         for line in balance_lines(b):
             print("  " + line)
+        auc = length_auc(gold.cases)
+        if auc is not None:
+            print(f"  length AUC (response words, violation vs clean): {auc:.3f}"
+                  + (f": WARNING above {MAX_LENGTH_AUC}, length alone predicts the label" if auc > MAX_LENGTH_AUC
+                     else f" (at most {MAX_LENGTH_AUC}: ok)"))
+        live = [c for c in gold.cases if c.from_turn is not None]
+        if live:
+            edits = sum(1 for c in live if c.violation)
+            print(f"  from playthroughs: {len(live)} case(s) on {len({c.spec.id for c in live})} live spec(s), "
+                  f"{edits} violation(s) as minimal edits")
         reviewed = {f: r for f, r in gold.reviews.items() if r.get("status") == "reviewed"}
         files = len(list((Path(args.gold) / "cases").glob("*.yaml")))
         print(f"  review: {len(reviewed)} of {files} case file(s) reviewed"
@@ -124,6 +153,88 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             print("calibration gate FAILED: " + "; ".join(failed))
             return EXIT_FAILED
         print("calibration gate passed")
+    return EXIT_OK
+
+
+def _playthrough_specs(paths: list[str]) -> list[Any] | None:
+    from .common import load_specs_or_report
+
+    loaded = load_specs_or_report(paths or ["specs"])
+    if loaded is None:
+        return None
+    specs, errors = loaded
+    for err in errors:
+        print(err, file=sys.stderr)
+    return [s for s in specs if s.playthrough] if not errors else None
+
+
+def _from_playthroughs(args: argparse.Namespace) -> int:
+    from ..calibration.playthrough import write_case_file
+
+    specs = _playthrough_specs(args.from_playthroughs)
+    if specs is None:
+        return EXIT_FAILED
+    if not specs:
+        return usage("no spec there has a playthrough (docs/specs.md, Writing a playthrough)", "ncp calibrate")
+    for spec in specs:
+        path, clean, skipped = write_case_file(spec, args.gold)
+        print(f"{path}: {clean} clean case(s) from {len(spec.playthrough or [])} turn(s)"
+              + (f", {len(skipped)} left out" if skipped else ""))
+        for why in skipped:
+            print(f"  left out {why}")
+    print(f"check the set: ncp calibrate --check --set {args.gold}")
+    return EXIT_OK
+
+
+def _reference(args: argparse.Namespace) -> int:
+    from ..calibration.playthrough import reference_cases
+
+    specs = _playthrough_specs(args.reference)
+    if specs is None:
+        return EXIT_FAILED
+    cases, problems = reference_cases(specs)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        return EXIT_FAILED
+    if not cases:
+        return usage("no spec there has a playthrough (docs/specs.md, Writing a playthrough)", "ncp calibrate")
+    if args.scripted:
+        from ..testing import ScriptedModelServer
+        from ..testing.calibration import install
+
+        with ScriptedModelServer() as server:
+            install(server, cases, args.scripted)
+            print(f"offline: the auditor is the scripted server at {server.base_url} answering "
+                  f"'openai/scripted-{args.scripted}' (scripted answers, not real judgments)")
+            return _reference_run(args, cases, f"openai/scripted-{args.scripted}", server.base_url)
+    if not args.auditor_model:
+        return usage("give --auditor-model MODEL (the auditor to judge), or --scripted MODE", "ncp calibrate")
+    return _reference_run(args, cases, args.auditor_model, args.api_base)
+
+
+def _reference_run(args: argparse.Namespace, cases: list[Any], model: str, api_base: str | None) -> int:
+    import json
+
+    from ..calibration.playthrough import reference_lines, reference_rows, reference_summary
+    from ..core.files import atomic_write_text
+    from ..engine.auditor import LLMAuditor
+    from ..llm import ModelClient
+
+    try:
+        settings = client_settings(args)
+    except ValueError as exc:
+        return usage(str(exc), "ncp calibrate")
+    client = ModelClient(api_base=api_base, concurrency=args.concurrency, **settings)
+    rows, late = asyncio.run(reference_rows(LLMAuditor(client, model), cases, concurrency=args.concurrency))
+    summary = reference_summary(rows, late)
+    for line in reference_lines(summary):
+        print(line)
+    if args.out:
+        path = Path(args.out) / "reference.json"
+        atomic_write_text(path, json.dumps({"model": model, "summary": summary, "rows": rows, "late_rows": late},
+                                           indent=1, ensure_ascii=False))
+        print(f"reference: {path}")
     return EXIT_OK
 
 

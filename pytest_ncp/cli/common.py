@@ -134,6 +134,17 @@ def check_specs(paths: Sequence[str], *, lint: bool, quiet: bool = False) -> tup
     return specs, errors, findings
 
 
+def completeness_line(specs: Sequence[Any]) -> str | None:
+    """How many specs have a playthrough the loader accepted, and how many are complete (docs/specs.md); None
+    when no spec is a benchmark spec (one with a review record): a studio's own specs need neither."""
+    if not any(s.review is not None for s in specs):
+        return None
+    played = sum(s.playthrough is not None for s in specs)
+    complete = sum(s.complete for s in specs)
+    return (f"complete: {complete} of {len(specs)} spec(s) (playthrough, sources named, independent read "
+            f"accepted); {played} with a playthrough")
+
+
 def summary(m: dict, turn: int) -> str:
     rates = m["conflict_rates"]
     share = m.get("cached_share")

@@ -36,8 +36,8 @@ def register(sub: Any) -> None:
     p.add_argument("base", metavar="BASE", help="baseline run: a run directory or its results.json")
     p.add_argument("new", metavar="NEW", help="new run: a run directory or its results.json")
     p.add_argument("--turn", type=_non_negative, default=None,
-                   help="turn of the survival figure (default: the headline survival turn both runs measured, "
-                        "the smaller of the two)")
+                   help="turn of the survival figure (default: the headline survival turn of both runs; runs "
+                        "with different ones are refused unless --turn names a turn both played to)")
     p.add_argument("--alpha", type=_alpha, default=0.05, help="significance level (default 0.05)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--resamples", type=positive, default=2000, help="bootstrap resamples (default 2000)")
@@ -83,7 +83,7 @@ def _alpha(text: str) -> float:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..analysis.compare import compare_runs
+    from ..analysis.compare import HorizonMismatch, compare_runs, comparison_turn
     from ..analysis.results import load_results, results_path
     from ..core.traces import RunFileError
 
@@ -92,9 +92,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         base, new = load_results(args.base), load_results(args.new)
         kinds = _commitment_kinds(args.specs, [(new, results_path(args.new).parent),
                                                (base, results_path(args.base).parent)])
-        turn = args.turn if args.turn is not None else min(base.metrics.survival_turn, new.metrics.survival_turn)
+        turn = comparison_turn((base.metrics.survival_turn, base.config.max_turns),
+                               (new.metrics.survival_turn, new.config.max_turns), args.turn)
         result = compare_runs(base, new, turn=turn, alpha=args.alpha, seed=args.seed,
                               resamples=args.resamples, kinds=kinds)
+    except HorizonMismatch as exc:
+        print(f"ncp compare: cannot compare: {exc}", file=sys.stderr)
+        return EXIT_FAILED  # two horizons are no evidence either way: never a pass
     except (RunFileError, ValueError) as exc:
         return usage(str(exc))
     lines = result.lines()

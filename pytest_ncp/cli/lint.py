@@ -2,7 +2,8 @@
 
     ncp lint specs/                     path:line: rule: message per finding, exit 1 when any
     ncp lint --list-rules               the rules and what each one checks
-    ncp lint --summary specs/           only the count of findings per rule (and of specs flagged)
+    ncp lint --summary specs/           only the count of findings per rule (and of specs flagged), and how
+                                        many specs are complete (playthrough, sources, accepted independent read)
     ncp lint --llm MODEL specs/         also model-assisted checks (one call per spec; needs a model)
 """
 
@@ -13,7 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..core.options import CALL_OPTIONS
-from .common import EXIT_FAILED, EXIT_OK, add_options, call_config, check_specs, usage
+from .common import EXIT_FAILED, EXIT_OK, add_options, call_config, check_specs, completeness_line, usage
 
 if TYPE_CHECKING:
     from ..core.config import RunConfig
@@ -59,13 +60,19 @@ def cmd_lint(args: argparse.Namespace) -> int:
         for problem in failed:
             print(f"llm check failed: {problem}", file=sys.stderr)
         findings = findings + llm_found
-    flagged = len({f.path for f in findings})
+    failing = [f for f in findings if f.fails]
+    notices = len(findings) - len(failing)
+    flagged = len({f.path for f in failing})
     if args.summary:
         print(rule_counts(findings, rules))
+        complete = completeness_line(specs)
+        if complete:
+            print(complete)
     invalid = f", {len(errors)} invalid (fix them first: `ncp validate`)" if errors else ""
     unchecked = f", {len(failed)} not checked by {args.llm}" if failed else ""
-    print(f"{len(specs)} spec(s) linted: {len(findings)} finding(s) in {flagged} spec(s){invalid}{unchecked}")
-    return EXIT_FAILED if findings or errors or failed else EXIT_OK
+    noted = f", {notices} notice(s) (not failures)" if notices else ""
+    print(f"{len(specs)} spec(s) linted: {len(failing)} finding(s) in {flagged} spec(s){noted}{invalid}{unchecked}")
+    return EXIT_FAILED if failing or errors or failed else EXIT_OK
 
 
 def _llm_findings(args: argparse.Namespace, specs: list, config: RunConfig) -> tuple[list, list[str]]:

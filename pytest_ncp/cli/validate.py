@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import EXIT_FAILED, EXIT_OK, check_specs
+from .common import EXIT_FAILED, EXIT_OK, check_specs, completeness_line
 
 
 def register(sub: Any) -> None:
@@ -23,6 +23,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     specs, errors, findings = checked
     problems = sum(len(e.problems) for e in errors)
     print(f"{len(specs)} spec(s) valid, {len(errors)} with problems ({problems} problem(s))")
+    complete = completeness_line(specs)
+    if complete:
+        print(complete)
+    failing = [f for f in findings if f.fails]
     if getattr(args, "strict", False):
-        print(f"strict: {len(findings)} lint finding(s) in {len({f.path for f in findings})} spec(s)")
-    return EXIT_FAILED if errors or findings else EXIT_OK
+        notices = len(findings) - len(failing)
+        noted = f", {notices} notice(s) (not failures)" if notices else ""
+        print(f"strict: {len(failing)} lint finding(s) in {len({f.path for f in failing})} spec(s){noted}")
+    return EXIT_FAILED if errors or failing else EXIT_OK

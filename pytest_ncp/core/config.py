@@ -19,24 +19,26 @@ __all__ = ["DEFAULT_AUDITOR_MODEL", "DEFAULT_MAX_TOKENS", "FINGERPRINT_FIELDS", 
            "config_fingerprint", "episode_key", "episode_name"]
 
 # The audit prompts' version (pytest_ncp/prompts/*.j2): bump it whenever a template's meaning changes.
-PROMPT_VERSION = "ncp-prompts/5"  # 2: the trajectory step is told when the trigger already happened; 3: quotes
+PROMPT_VERSION = "ncp-prompts/6"  # 2: the trajectory step is told when the trigger already happened; 3: quotes
 # and evidence must be substantial verbatim spans, the confirmation step sees the trajectory; 4: injection-
 # hardened data blocks (per-call delimiters, tags neutralised, the narration shown as a person reads it),
 # one system message for every audit step, and the story state first, byte for byte the same in every
 # step of a turn (provider prompt caches), facts the story added dated by turn; 5: the turn's data before the
 # step's task (the four steps of a turn share everything but the task), commitment states listed only when
-# settled (issue 20); the input_screen step, simulated players told to write only their character's acts and
-# words, and why an input was refused (issue 23)
+# settled, and the input_screen step, simulated players told to write only their character's acts and
+# words, and why an input was refused; 6: facts the story added shown as data blocks, like narration
 
 # What an episode's outcome depends on: ``--resume`` keeps an episode only when these are unchanged.
 # (Endpoint, concurrency, timeouts and cassettes change how a run is served, not what it measures.)
-# Every setting that can change a verdict (issue 19): the narrator and models, the endpoint, the player, the
+# Every setting that can change a verdict: the narrator and models, the endpoint, the player, the
 # limits, how answers are asked for, the record mode, the demo flag; and what the package brings (``environment``:
 # its version, the shared world rules, the prompt templates). Only how a run is served and scheduled stays
 # out (concurrency, timeouts, retries, repeats, workers, shard, pipeline; where the cassettes are, not what they
 # hold, since a replay is keyed by the request): an errored episode runs again anyway.
+# ``narrator_code``: a hash of the narrator's module file, so a resumed run does not mix episodes of two versions
+# of the narrator under test (or a note that its code could not be read).
 FINGERPRINT_FIELDS: tuple[str, ...] = (*(o.field_name for o in CONFIG_OPTIONS if o.config == FINGERPRINT),
-                                       "prompt_version", "environment")
+                                       "prompt_version", "environment", "narrator_code")
 # How episodes are scheduled, never what they produce: left out of to_dict (results.json's config).
 SCHEDULE_FIELDS: tuple[str, ...] = tuple(o.field_name for o in CONFIG_OPTIONS if o.config == SCHEDULE)
 
@@ -90,6 +92,8 @@ class RunConfig:
     max_turns: int = default("max-turns")
     max_response_chars: int = default("max-response-chars")
     narrator_timeout: float = default("narrator-timeout")  # seconds per narrator hook call (engine.narrators)
+    max_response_tokens: int = default("max-response-tokens")
+    auditor_context_tokens: int = default("auditor-context-tokens")
     audit_votes: int = default("audit-votes")          # confirmation samples per flagged conflict
     player_retries: int = default("player-retries")    # regenerations of an unfair simulated input
     repeats: int = default("repeats")
@@ -127,6 +131,12 @@ class RunConfig:
         max_turns = fields.get("max_turns", cls.max_turns)
         fields["survival_turn"] = survival_turn(max_turns, options.values.get("survival-turn"),
                                                 options.values.get("min-survival"))
+        if options.values.get("sequential") and not options.given("seed"):
+            # An order fixed in advance (seed 0) lets a narrator be good on exactly the episodes that decide
+            # early: a sequential run draws its own seed, recorded in results.json (--seed reproduces it).
+            import secrets
+
+            fields["seed"] = secrets.randbelow(2**31)
         if fields.get("demo"):  # the demo's scripted server answers these names, unless others were asked for
             fields["narrator_model"] = fields.get("narrator_model") or DEMO_MODELS["narrator"]
             if fields.get("player", cls.player) != "scripted":
@@ -139,6 +149,13 @@ class RunConfig:
         """Every problem of these settings, naming each option as ``spelling`` says the user wrote it
         (``--ncp-max-turns`` in pytest, ``--max-turns`` in ncp, the default) and saying what is valid."""
         problems = []
+        given = getattr(spelling, "given", None)
+        if self.shard and getattr(spelling, "values", {}).get("sequential") and callable(given) \
+                and not given("seed"):
+            problems.append(f"{spelling.spell('shard')} with {spelling.spell('sequential')} needs "
+                            f"{spelling.spell('seed')}: the shards of one sequential run must start their episodes in "
+                            f"one order, so give every shard the same seed (e.g. {spelling.spell('seed')} "
+                            "$CI_PIPELINE_ID)")
         values = {o.name: getattr(self, o.field_name) for o in CONFIG_OPTIONS}
         for option in CONFIG_OPTIONS:
             value = values[option.name]
@@ -169,6 +186,7 @@ class RunConfig:
                           "auditor": self.auditor_model}
         data["max_tokens"] = {**DEFAULT_MAX_TOKENS, **self.max_tokens}
         data["environment"] = environment()
+        data["narrator_code"] = narrator_code(self.narrator)
         data["fingerprint"] = config_fingerprint(data)
         return data
 
@@ -196,6 +214,32 @@ def environment() -> dict[str, str]:
     rules (``world_rules.yaml``) and one of the prompt templates, so a template changed without a
     PROMPT_VERSION bump still tells a resumed run apart."""
     return dict(_environment())
+
+
+def narrator_code(narrator: str | None) -> dict[str, str] | None:
+    """What identifies the narrator's code: the module of ``module:Attr`` and a hash of its file, or why it
+    cannot be read (a module without a source file, a built-in one); None without a narrator. Only that one
+    file is hashed: code it imports from other modules is not covered (the note says so)."""
+    if not narrator:
+        return None
+    import hashlib
+    import importlib.util
+    import sys
+
+    module = narrator.partition(":")[0]
+    path = getattr(sys.modules.get(module), "__file__", None)
+    try:
+        if path is None:
+            found = importlib.util.find_spec(module)
+            path = found.origin if found is not None and found.has_location else None
+        if not path:
+            raise OSError("no source file")
+        with open(path, "rb") as handle:
+            digest = hashlib.sha256(handle.read()).hexdigest()[:16]
+    except (OSError, ImportError, ValueError) as exc:
+        return {"module": module, "note": f"the narrator's code could not be read ({exc}): --resume cannot tell "
+                                          "whether it changed"}
+    return {"module": module, "sha256": digest, "note": "the module file only, not what it imports"}
 
 
 def config_fingerprint(config: dict[str, Any]) -> str:

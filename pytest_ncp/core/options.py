@@ -37,6 +37,12 @@ DEFAULT_MAX_TOKENS: dict[str, int] = {"narrator": 600, "player": 150, "auditor":
 # A narrator response longer than this is the narrator's error, before any audit call (--max-response-chars):
 # about 2,000 tokens, over three times the built-in narrator's 600-token limit, well inside any auditor's window.
 DEFAULT_MAX_RESPONSE_CHARS = 8000
+# The same limit in the unit an endpoint counts (--max-response-tokens): the auditor model's tokenizer where
+# litellm knows it, a conservative bound otherwise (llm/tokens.py). 8000 hieroglyphs are about 32,000 tokens.
+DEFAULT_MAX_RESPONSE_TOKENS = 2000
+# The auditor's input window when litellm's model map does not know the model (--auditor-context-tokens):
+# the smallest window common among today's hosted and self-hosted chat models.
+DEFAULT_AUDITOR_CONTEXT_TOKENS = 32768
 # How structured (auditor, spec-drafting) answers are asked for. ``auto`` tries the others in this
 # order, once per endpoint and model, moving on only when the server rejects the response format.
 OUTPUT_MODES: tuple[str, ...] = ("auto", "json_schema", "json_object", "prompt")
@@ -336,6 +342,13 @@ OPTIONS: tuple[Option, ...] = (
            "(sync ones run in a thread, async ones are awaited); past it the episode ends as the narrator's error "
            "and the run goes on. Built-in narrators are bounded by the model calls' own {timeout}",
            config=RECORDED, metavar="S"),
+    Option("max-response-tokens", whole(1), DEFAULT_MAX_RESPONSE_TOKENS, "a narrator response longer than this "
+           "many tokens (the auditor model's tokenizer where litellm knows it, else a conservative bound) is the "
+           "narrator's error before any audit call", config=FINGERPRINT, metavar="N"),
+    Option("auditor-context-tokens", whole(256), DEFAULT_AUDITOR_CONTEXT_TOKENS, "the auditor's input window "
+           "when litellm's model map does not know the model: an audit prompt over it (less the answer's "
+           "{max-tokens}) is not sent; the narrator's error when its narration makes it too large",
+           config=FINGERPRINT, metavar="N"),
     Option("audit-votes", whole(1), 1, "confirmation samples per flagged conflict: it stands on a strict majority "
            "and the agreement (e.g. 2/3) is recorded; a conflict short of unanimity is the auditor's doubt, not the "
            "narrator's failure. Above 1 the samples run at temperature 0.7, so they are independent "
@@ -378,9 +391,11 @@ OPTIONS: tuple[Option, ...] = (
            "and the run exits 7. Every model must be priced", config=RECORDED, metavar="USD"),
     Option("estimate", flag, False, "print an upper bound and an expected figure of the run's model calls, "
            "tokens and list-price cost (per role and audit step), then exit 0 without calling a model", kind=FLAG),
-    # --- gates that decide early (issue 21, docs/gates.md) ---
+    # --- gates that decide early (docs/gates.md) ---
     Option("seed", whole(0), 0, "seed of the episode order: episodes start in a seeded random order of (spec, repeat), "
-           "the order a sequential gate reads their outcomes in; the same seed and episodes give the same order",
+           "the order a sequential gate reads their outcomes in; the same seed and episodes give the same order. "
+           "With {sequential} and no seed, the run picks one (recorded in results.json), so no narrator can know "
+           "which episodes decide early; shards of one sequential run ({shard}) must all be given the same seed",
            config=RECORDED, metavar="N"),
     Option("sequential", flag, False, "with {min-survival}: decide as soon as an anytime-valid confidence sequence "
            "for survival@TURN is certainly above or below RATE, then start no new episode (the report says decided "
@@ -448,6 +463,14 @@ OPTION: dict[str, Option] = {o.name: o for o in OPTIONS}
 PYTEST_OPTIONS: tuple[Option, ...] = tuple(o for o in OPTIONS if o.pytest)
 RUN_OPTIONS: tuple[Option, ...] = tuple(o for o in OPTIONS if o.ncp in (RUN, CALLS))
 CALL_OPTIONS: tuple[Option, ...] = tuple(o for o in OPTIONS if o.ncp == CALLS)
+# Settings few pytest users need, documented as ini keys first (README, "Expert settings"): their --ncp-*
+# flags keep working but stay out of `pytest --help`, so the flags a studio reads there are the ones it
+# uses (pytest-recording keeps its flags as few). `ncp`'s own subcommands list all of theirs.
+PYTEST_EXPERT: frozenset[str] = frozenset({
+    "max-response-chars", "max-response-tokens", "auditor-context-tokens", "player-retries", "max-tokens", "deadline", "concurrency-per-endpoint",
+    "structured-output", "system-prompt", "sequential-alpha", "sequential-cancel", "seed", "margin",
+    "canary-set", "canary-seed", "fork-samples", "no-pipeline",
+})
 CONFIG_OPTIONS: tuple[Option, ...] = tuple(o for o in OPTIONS if o.config)
 
 

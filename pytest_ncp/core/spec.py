@@ -14,10 +14,14 @@ from typing import Any, Iterable, Literal, Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from .findings import Finding
+from .ledger import FactLedger
+from .quotes import check_quote, words
 from .terms import COMMITMENT_KINDS, GENRES, ID_MAX_LENGTH, ID_PATTERN, MEDIA
 from .world_rules import default_rules
 
 Id = Field(pattern=ID_PATTERN, min_length=1, max_length=ID_MAX_LENGTH)
+# Words per playthrough narration: long enough to be a real narrator turn, short enough to read.
+NARRATION_WORDS = (80, 250)
 
 
 class _Model(BaseModel):
@@ -71,8 +75,17 @@ class TrajectoryNode(_Model):
     key_delta: str = Field(min_length=1)
 
 
+class IndependentRead(_Model):
+    """A reader who wrote neither the playthrough nor the fixes read both against the spec and its sources."""
+
+    reader: str = Field(min_length=1, description="Who read it (a person or a named model); not its writer.")
+    date: _dt.date | None = None
+    verdict: Literal["accepted", "changes-requested"]
+    findings: list[str] = Field(default_factory=list, description="What the reader found, one item each.")
+
+
 class Review(_Model):
-    """Who read the spec against which checklist, what they found and what was changed (issue 11).
+    """Who read the spec against which checklist, what they found and what was changed.
 
     A reviewer is a fresh reader (a person or a named model) who did not write the spec.
     """
@@ -86,7 +99,41 @@ class Review(_Model):
     )
     findings: list[str] = Field(default_factory=list, description="What the review found, one item each.")
     fixes: list[str] = Field(default_factory=list, description="What was changed because of the findings.")
+    sources: list[str] = Field(
+        default_factory=list,
+        description="What the spec was checked against: each a stored public plot summary named with its address, "
+                    "or 'none found: searched <where>'.")
+    independent_read: IndependentRead | None = Field(
+        default=None, description="The read of the playthrough and the fixes by someone who wrote neither.")
     notes: str | None = None
+
+
+class PlaythroughFact(_Model):
+    text: str = Field(min_length=1, description="The new ledger fact, as the auditor would record it.")
+    quote: str = Field(min_length=1, description="A verbatim span of the turn's narration that establishes it.")
+
+
+class PlaythroughNegation(_Model):
+    fact_id: str = Field(pattern=ID_PATTERN, min_length=1, max_length=ID_MAX_LENGTH,
+                         description="A fact of the ledger at this turn (an initial fact, or one an earlier turn added).")
+    quote: str = Field(min_length=1, description="A verbatim span of the turn's narration that makes it untrue.")
+
+
+class PlaythroughTurn(_Model):
+    """One turn of a reference playthrough: a scripted input and what an ideal narrator answers, with its labels."""
+
+    input: str = Field(min_length=1, description="The scripted input of this turn, verbatim.")
+    narration: str = Field(min_length=1, description=f"The ideal narrator's answer: second person, "
+                                                     f"{NARRATION_WORDS[0]}-{NARRATION_WORDS[1]} words.")
+    advances: str | None = Field(default=None, description="The trajectory node whose key delta this turn shows.")
+    trigger_quote: str | None = Field(
+        default=None, description="Verbatim span showing the node's trigger (omit when an earlier turn showed it).")
+    key_delta_quote: str | None = Field(
+        default=None, description="Verbatim span showing the node's key delta; required with `advances`.")
+    facts_added: list[PlaythroughFact] = Field(default_factory=list)
+    facts_negated: list[PlaythroughNegation] = Field(default_factory=list)
+    satisfies: list[str] = Field(default_factory=list,
+                                 description="Ids of the achievements and orderings whose condition this turn meets.")
 
 
 class WorldRules(_Model):
@@ -124,6 +171,9 @@ class NarrativeSpec(_Model):
     scripted_inputs: list[str] = Field(default_factory=list)
     world_rules: WorldRules | None = Field(
         default=None, description="Drop or reword the shared default world rules (W1, W2, ...) for this story.")
+    playthrough: list[PlaythroughTurn] | None = Field(
+        default=None, description="The reference playthrough: one turn per scripted input, what an ideal narrator "
+                                  "answers, labelled with the node it advances, the facts and the commitments.")
     review: Review | None = None
 
     # Where the spec came from, for file:line in headlines and errors (not part of the format).
@@ -171,13 +221,26 @@ class NarrativeSpec(_Model):
         raise KeyError(commitment_id)
 
     @property
+    def complete(self) -> bool:
+        """A benchmark spec proven and read: a playthrough (accepted at load), sources named, and an independent
+        read that accepted it."""
+        r = self.review
+        return bool(self.playthrough and r and r.sources and r.independent_read
+                    and r.independent_read.verdict == "accepted")
+
+    def _hashed(self) -> dict[str, Any]:
+        # A spec without a playthrough hashes as it did before the field existed, so recorded runs still resume.
+        exclude = {"review"} if self.playthrough is not None else {"review", "playthrough"}
+        return self.model_dump(mode="json", exclude=exclude)
+
+    @property
     def fingerprint(self) -> str:
         """Hash of what an episode depends on (everything but the ``review`` record): ``--resume`` keeps an
         episode only when its spec still has this fingerprint."""
         import hashlib
         import json
 
-        data = self.model_dump(mode="json", exclude={"review"})
+        data = self._hashed()
         return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
 
     @property
@@ -187,7 +250,7 @@ class NarrativeSpec(_Model):
         import hashlib
         import json
 
-        data = self.model_dump(mode="json", exclude={"review"})
+        data = self._hashed()
         return {k: hashlib.sha256(json.dumps(v, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:12]
                 for k, v in sorted(data.items())}
 
@@ -266,6 +329,8 @@ def parse_spec(text: str, path: str = "<string>") -> NarrativeSpec:
         problems.extend(_cross_checks(data, path, lines))
         raise SpecError(sorted(_dedupe(problems), key=lambda p: p.line or 0)) from None
     problems = _cross_checks(data, path, lines)
+    if not problems and spec.playthrough is not None:
+        problems = _playthrough_problems(spec, path, lines)
     if problems:
         raise SpecError(sorted(problems, key=lambda p: p.line or 0))
     spec._path = path
@@ -373,6 +438,106 @@ def _check_world_rules(data: dict, add: Any, commitments: list[tuple[int, dict]]
         if c.get("id") in defaults:
             add(("commitments", i, "id"), f"id {c.get('id')!r} is taken by a default world rule; "
                                           f"use another id (C1, C2, ...)")
+
+
+def _playthrough_problems(spec: NarrativeSpec, path: str, lines: dict[tuple[str | int, ...], int]) -> list[SpecProblem]:
+    """A playthrough proves its spec winnable: one turn per scripted input, every node advanced once and in
+    order with its key delta quoted from that turn, every quote verifiable by the auditor's own matcher, and
+    every achievement met by the end."""
+    problems: list[SpecProblem] = []
+
+    def add(loc: tuple[str | int, ...], message: str) -> None:
+        problems.append(SpecProblem(path, _nearest_line(lines, loc), _field_name(loc), message))
+
+    turns = spec.playthrough or []
+    inputs = spec.scripted_inputs
+    if len(turns) != len(inputs):
+        add(("playthrough",), f"has {len(turns)} turn(s) but scripted_inputs has {len(inputs)}: one turn per "
+                              "scripted input, in order (trim the script where the story has ended)")
+    nodes = [n.id for n in spec.trajectory]
+    own = {c.id: c for c in spec.commitments}
+    ledger = FactLedger.from_initial((f.id, f.text) for f in spec.initial_facts)
+    advanced: dict[str, int] = {}   # node id -> turn
+    satisfied: dict[str, int] = {}  # commitment id -> turn
+    low, high = NARRATION_WORDS
+    for i, turn in enumerate(turns):
+        t = i + 1
+        at: tuple[str | int, ...] = ("playthrough", i)
+        if i < len(inputs) and turn.input.strip() != inputs[i].strip():
+            add((*at, "input"), f"turn {t} input differs from scripted_inputs[{i}] {inputs[i]!r}: copy it verbatim")
+        count = words(turn.narration)
+        if not low <= count <= high:
+            add((*at, "narration"), f"turn {t} narration has {count} words; a reference narration has {low}-{high}")
+
+        def quote(loc: tuple[str | int, ...], text: str, what: str) -> None:
+            problem = check_quote(text, turn.narration)
+            if problem:
+                add(loc, f"turn {t} {what}: {problem.replace('the narrator' + chr(39) + 's response', 'the narration')}")
+
+        if turn.advances is None:
+            # A trigger_quote without `advances` labels the trigger of the next node, shown turns before its delta.
+            if turn.key_delta_quote is not None:
+                add((*at, "key_delta_quote"), f"turn {t} has a key_delta_quote but advances no node: add "
+                                              "`advances: <node id>`")
+            if turn.trigger_quote is not None:
+                if len(advanced) >= len(nodes):
+                    add((*at, "trigger_quote"), f"turn {t} has a trigger_quote but every node is already advanced")
+                else:
+                    quote((*at, "trigger_quote"), turn.trigger_quote, "trigger_quote")
+        else:
+            expected = nodes[len(advanced)] if len(advanced) < len(nodes) else None
+            if turn.advances not in nodes:
+                add((*at, "advances"), f"{turn.advances!r} names no trajectory node (known: {', '.join(nodes)})")
+            elif turn.advances in advanced:
+                add((*at, "advances"), f"node {turn.advances!r} is already advanced at turn {advanced[turn.advances]}: "
+                                       "each node advances exactly once")
+            elif turn.advances != expected:
+                add((*at, "advances"), f"turn {t} advances {turn.advances!r} but the next node in trajectory order "
+                                       f"is {expected!r}: nodes advance in order")
+            if turn.advances in nodes:
+                advanced.setdefault(turn.advances, t)
+            if turn.key_delta_quote is None:
+                add((*at, "advances"), f"turn {t} advances {turn.advances!r} without a key_delta_quote: quote the "
+                                       "narration where the key delta happens")
+            else:
+                quote((*at, "key_delta_quote"), turn.key_delta_quote, "key_delta_quote")
+            if turn.trigger_quote is not None:
+                quote((*at, "trigger_quote"), turn.trigger_quote, "trigger_quote")
+        for j, fact in enumerate(turn.facts_added):
+            quote((*at, "facts_added", j, "quote"), fact.quote, "facts_added quote")
+            ledger.add(fact.text, t)
+        for j, neg in enumerate(turn.facts_negated):
+            quote((*at, "facts_negated", j, "quote"), neg.quote, "facts_negated quote")
+            if neg.fact_id not in ledger:
+                add((*at, "facts_negated", j, "fact_id"), f"{neg.fact_id!r} names no fact of the ledger at turn {t} "
+                                                          "(the initial facts, then those earlier turns added)")
+            elif not ledger.is_active(neg.fact_id):
+                add((*at, "facts_negated", j, "fact_id"), f"{neg.fact_id!r} is already negated before turn {t}")
+            else:
+                ledger.negate(neg.fact_id, t)
+        for j, cid in enumerate(turn.satisfies):
+            loc = (*at, "satisfies", j)
+            c = own.get(cid)
+            if c is None or c.kind == "invariant":
+                kinds = [k for k, v in own.items() if v.kind != "invariant"]
+                add(loc, f"{cid!r} names no achievement or ordering of this spec (known: {', '.join(kinds) or 'none'})")
+            elif cid in satisfied:
+                add(loc, f"{cid} is already satisfied at turn {satisfied[cid]}")
+            else:
+                satisfied[cid] = t
+                late = [d for d in c.depends_on if d in nodes and advanced.get(d, t + 1) > t]
+                if c.kind == "achievement" and late:
+                    add(loc, f"{cid} is satisfied at turn {t}, before the node(s) it depends on advance: "
+                             f"{', '.join(late)}")
+    missing = [n for n in nodes if n not in advanced]
+    if turns and missing:
+        add(("playthrough",), f"node(s) never advanced: {', '.join(missing)}: every trajectory node advances once, "
+                              "with its key delta shown (fix the spec or the script, not the playthrough)")
+    unmet = [c.id for c in spec.achievements if c.id not in satisfied]
+    if turns and unmet:
+        add(("playthrough",), f"achievement(s) never satisfied: {', '.join(unmet)}: the playthrough wins the story "
+                              "by its end (label the turn in `satisfies`)")
+    return problems
 
 
 def _known(ids: set) -> str:

@@ -17,7 +17,7 @@ Votes (``votes`` K > 1, ``--audit-votes``): each flagged conflict is confirmed b
 the confirmation step at ``vote_temperature`` and stands on a strict majority; the tally of every flag is
 recorded (``TurnAudit.votes``). With K = 1 the confirmation is the one call it always was.
 
-Input screening (``screen_input``, issue 23): a simulated player's input is checked before the narrator sees
+Input screening (``screen_input``): a simulated player's input is checked before the narrator sees
 it against the rules scripted inputs follow (the player character's own acts and words).
 """
 
@@ -32,7 +32,8 @@ from pydantic import ValidationError
 
 from ..core.config import RunConfig
 from ..core.ledger import LedgerFact
-from ..llm import Completion, ModelClient
+from ..core.options import DEFAULT_AUDITOR_CONTEXT_TOKENS
+from ..llm import Completion, ModelClient, ModelError
 from ..llm.structured import NoValidAnswer, ask_again, ask_json, strip_fences
 from ..prompts import PROMPT_VERSION, call_nonce, macro, render
 from ..core.quotes import check_quote, quote_in  # noqa: F401 - quote_in is part of this module's API
@@ -111,7 +112,7 @@ class TurnAudit:
     # Per flag: "verified" (its quote occurs in the response), "unverified" (still not found after the
     # auditor was asked to repair it) or "withdrawn" (dropped from a later answer after its quote was
     # refused). Unverified and withdrawn flags go to confirmation all the same: a retry never lets a flag
-    # vanish unrecorded (issue 19).
+    # vanish unrecorded.
     flag_status: list[str] = field(default_factory=list)
     fact_update: FactUpdate | None = None
     trajectory: TrajectoryUpdate | None = None  # None when the trajectory is already complete
@@ -174,6 +175,24 @@ class AuditorError(Exception):
                          + "; ".join(self.problems))
 
 
+class PromptTooLarge(Exception):
+    """An audit prompt that does not fit the auditor's context window (checked before sending it, or refused by
+    the endpoint). ``narrator_caused``: the narrator's own text (this turn's and the previous narration) is
+    what makes it too large, so it is the narrator's error; otherwise the model endpoint's."""
+
+    def __init__(self, step: str, tokens: int, limit: int, narration: int, *, refused: bool = False):
+        self.step, self.tokens, self.limit, self.narration = step, tokens, limit, narration
+        self.refused = refused
+        # Checked before sending: without the narration it would fit. Refused by the endpoint (whose count we
+        # only estimate): the narration is most of the prompt.
+        self.narrator_caused = narration * 2 > tokens if refused else tokens - narration <= limit
+        said = ("the endpoint refused it as over its context window" if refused
+                else f"over the auditor's context of {limit:,} tokens")
+        super().__init__(f"the {step} prompt is about {tokens:,} tokens, {said}; the narration is {narration:,} "
+                         "of them" + (" (narrator's text makes it too large: shorten the narration)"
+                                      if self.narrator_caused else ""))
+
+
 class Auditor(Protocol):
     """What the episode needs from an auditor. ``LLMAuditor`` is the fixed protocol; tests may swap it.
 
@@ -196,11 +215,46 @@ class LLMAuditor:
     prompt_version: str = PROMPT_VERSION
     votes: int = 1  # confirmation samples per flagged conflict (--audit-votes); a strict majority stands
     vote_temperature: float = VOTE_TEMPERATURE  # of every sample when votes > 1
+    # The auditor's input window when litellm's model map does not know the model (--auditor-context-tokens).
+    context_tokens: int = DEFAULT_AUDITOR_CONTEXT_TOKENS
+
+    def context_limit(self) -> int:
+        """Tokens an audit prompt may take: the model's window (litellm's map, else ``context_tokens``) less
+        the room its answer needs."""
+        from ..llm.tokens import context_tokens
+
+        window = context_tokens(self.model) or self.context_tokens
+        answer = self.client.max_tokens_for("auditor") if hasattr(self.client, "max_tokens_for") else 1024
+        return max(1, window - answer)
+
+    def _narration_tokens(self, ctx: Any) -> int:
+        from ..llm.tokens import count_tokens
+
+        texts = [getattr(ctx, "response", None), getattr(ctx, "previous_response", None)]
+        return sum(count_tokens(self.model, t)[0] for t in texts if isinstance(t, str))
+
+    def _fit(self, step: str, messages: list[dict[str, Any]], ctx: Any) -> None:
+        """Raise PromptTooLarge before sending a prompt that cannot fit the auditor's window."""
+        from ..llm.tokens import count_messages
+
+        tokens, limit = count_messages(self.model, messages), self.context_limit()
+        if tokens > limit:
+            raise PromptTooLarge(step, tokens, limit, self._narration_tokens(ctx))
+
+    def _refused(self, step: str, exc: ModelError, messages: list[dict[str, Any]], ctx: Any) -> BaseException:
+        """A model error as it stands, or PromptTooLarge when the endpoint refused the prompt's size."""
+        from ..llm.tokens import context_refusal, count_messages
+
+        if not context_refusal(exc):
+            return exc
+        return PromptTooLarge(step, count_messages(self.model, messages), self.context_limit(),
+                              self._narration_tokens(ctx), refused=True)
 
     @classmethod
     def from_config(cls, config: RunConfig, client: ModelClient) -> LLMAuditor:
         """The run's auditor: ``config``'s auditor model and votes."""
-        return cls(client, config.auditor_model, votes=config.audit_votes)
+        return cls(client, config.auditor_model, votes=config.audit_votes,
+                   context_tokens=config.auditor_context_tokens)
 
     async def audit(self, ctx: TurnContext) -> TurnAudit:
         audit = TurnAudit(turn=ctx.turn)
@@ -216,6 +270,14 @@ class LLMAuditor:
                    and c.kind != "invariant"]
         node = ctx.spec.trajectory[ctx.node_index] if ctx.node_index < len(ctx.spec.trajectory) else None
         base = self._variables(ctx)
+        # Every step's prompt is measured before any is sent: a turn too large to audit makes no call.
+        self._fit(Step.CONFLICT_CHECK, render(Step.CONFLICT_CHECK, **base), ctx)
+        self._fit(Step.FACT_UPDATE, render(Step.FACT_UPDATE, **base), ctx)
+        if node is not None:
+            self._fit(Step.TRAJECTORY_UPDATE, render(Step.TRAJECTORY_UPDATE, node=node, **base), ctx)
+        if pending:
+            self._fit(Step.COMMITMENT_CHECK, render(Step.COMMITMENT_CHECK, **base,
+                                                 pending=[self._commitment_view(c, ctx) for c in pending]), ctx)
 
         jobs: dict[str, Any] = {
             Step.CONFLICT_CHECK: self._check_conflicts(audit, base),
@@ -351,7 +413,10 @@ class LLMAuditor:
             "spec": ctx.spec, "ctx": ctx, "facts": facts, "node_index": ctx.node_index, "commitments": commitments,
             "nonce": nonce,
             # What every step of the turn shows first, byte for byte the same: rendered once for all of them.
-            "shared": macro("_context", "state", ctx.spec, facts, commitments, ctx.node_index, ctx) + "\n"
+            # Facts the story added were written from narration: data, in blocks whose code is a hash of those
+            # texts alone, so the story state stays the same across turns that add no fact (prompt caches).
+            "shared": macro("_context", "state", ctx.spec, facts, commitments, ctx.node_index, ctx,
+                            call_nonce(*(f.text for f in facts if f.added_turn))) + "\n"
                       + macro("_context", "turn", ctx, nonce),
         }
 
@@ -384,34 +449,49 @@ class LLMAuditor:
         """
         ctx: TurnContext = base["ctx"]
         messages = render(Step.CONFLICT_CHECK, **base)
+        self._fit(Step.CONFLICT_CHECK, messages, ctx)
         raised: dict[tuple[Any, ...], tuple[Conflict, bool]] = {}  # flag key -> (latest version, verified)
         final: set[tuple[Any, ...]] | None = None
+        settled: set[str] = set()  # conflict types the valid answer names
+        # Conflicts named in a refused answer that cannot go to confirmation as named: (type, what was said).
+        unsettled: list[tuple[str | None, str]] = []
         answers: list[str] = []
         problems: list[str] = []
         for attempt in range(1, self.max_attempts + 1):
-            completion = await self.client.complete(
-                "auditor", self.model, messages, step=Step.CONFLICT_CHECK,
-                response_format=response_format(Step.CONFLICT_CHECK),
-                temperature=self.temperature)
+            try:
+                completion = await self.client.complete(
+                    "auditor", self.model, messages, step=Step.CONFLICT_CHECK,
+                    response_format=response_format(Step.CONFLICT_CHECK), temperature=self.temperature)
+            except ModelError as exc:
+                raise self._refused(Step.CONFLICT_CHECK, exc, messages, ctx) from exc
             audit.calls.append(completion)
             answers.append(completion.text)
             answer, problems = decode_answer(Step.CONFLICT_CHECK, completion.text)
             repairs: list[str] = []
-            if answer is not None:
-                for i, c in enumerate(answer.conflicts):
-                    id_problems, quote_problem = _flag_problems(c, i, ctx)
+            # Every conflict the answer names counts, also in an answer refused as a whole (an unexpected key,
+            # prose after the JSON): an invalid answer never makes a flag vanish.
+            named = answer.conflicts if answer is not None else _named_conflicts(completion.text)
+            for i, c in enumerate(named):
+                if isinstance(c, tuple):  # named, but not as a conflict the schema allows
+                    unsettled.append((c[0], f"attempt {attempt}: {c[1]}"))
+                    continue
+                id_problems, quote_problem = _flag_problems(c, i, ctx)
+                if answer is not None:
                     problems += id_problems
                     if quote_problem:
                         problems.append(quote_problem)
-                    if id_problems:
-                        continue
-                    key = _flag_key(c)
-                    if quote_problem:
-                        repairs.append(f"conflicts[{i}] ({_flag_name(c)})")
-                    if key not in raised or not raised[key][1]:
-                        raised[key] = (c, quote_problem is None)
+                if id_problems:
+                    # Not confirmable as named (an unknown or mismatched id): it must be settled by a valid answer.
+                    unsettled.append((c.type, f"attempt {attempt}: {_flag_name(c)} ({'; '.join(id_problems)})"))
+                    continue
+                key = _flag_key(c)
+                if quote_problem:
+                    repairs.append(f"conflicts[{i}] ({_flag_name(c)})")
+                if key not in raised or not raised[key][1]:
+                    raised[key] = (c, quote_problem is None)
             if not problems and answer is not None:
                 final = {_flag_key(c) for c in answer.conflicts}
+                settled = {c.type for c in answer.conflicts}
                 break
             if completion.truncated:
                 problems = [*problems, f"the answer was cut at max_tokens={completion.max_tokens} "
@@ -432,6 +512,12 @@ class LLMAuditor:
             else:
                 flags.append((conflict, "unverified"))
         unresolved = None if final is not None else AuditorError(Step.CONFLICT_CHECK, problems, answers)
+        dropped = [said for kind, said in unsettled if kind is None or kind not in settled]
+        if unresolved is None and dropped:
+            # The valid answer names no conflict of the type a refused one raised: nothing settles that flag.
+            unresolved = AuditorError(Step.CONFLICT_CHECK, [
+                "a conflict named in a refused answer was not confirmed or repaired by the valid one: "
+                + "; ".join(dropped)], answers)
         if unresolved is not None and not flags:
             raise unresolved
         return flags, unresolved
@@ -453,8 +539,11 @@ class LLMAuditor:
                                                "problems": list(problems), "finish_reason": completion.finish_reason,
                                                "output_mode": completion.output_mode})
 
+        messages = render(step, **variables)
+        if step != Step.INPUT_SCREEN:
+            self._fit(step, messages, ctx)
         try:
-            return await ask_json(self.client, "auditor", self.model, render(step, **variables), parse=parse,
+            return await ask_json(self.client, "auditor", self.model, messages, parse=parse,
                                   attempts=self.max_attempts,
                                   retry=_SCREEN_RETRY if step == Step.INPUT_SCREEN else _RETRY,
                                   step=step, response_format=response_format(step),
@@ -462,6 +551,10 @@ class LLMAuditor:
                                   on_answer=seen)
         except NoValidAnswer as exc:
             raise AuditorError(step, exc.problems, exc.answers) from None
+        except ModelError as exc:
+            if step == Step.INPUT_SCREEN:
+                raise
+            raise self._refused(step, exc, messages, ctx) from exc
 
 
 # Retry with the problem spelled out: most invalid answers are near misses.
@@ -601,6 +694,40 @@ def _flag_problems(c: Conflict, i: int, ctx: TurnContext) -> tuple[list[str], st
         problems.append(f"{where}: there is no player input at the opening turn")
     quote_problem = check_quote(c.quote, ctx.response)
     return problems, f"{where}: {quote_problem}" if quote_problem else None
+
+
+def _named_conflicts(text: str) -> list[Conflict | tuple[str | None, str]]:
+    """The conflicts an answer refused as a whole names: the first JSON object in it, read leniently (prose
+    after it, other keys and a repeated ``conflicts`` key allowed). Each entry is a ``Conflict`` when it is
+    one, else (its type when it gives one, a description of what was named)."""
+    body = strip_fences(text)
+    start = body.find("{")
+    if start < 0:
+        return []
+    lists: list[Any] = []
+
+    def collect(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        lists.extend(v for k, v in pairs if k == "conflicts")
+        return dict(pairs)
+
+    try:
+        data, _ = json.JSONDecoder(object_pairs_hook=collect).raw_decode(body[start:])
+    except json.JSONDecodeError:
+        return [(None, "an answer naming conflicts that is not JSON")] if '"type"' in body else []
+    if not isinstance(data, dict):
+        return []
+    named: list[Conflict | tuple[str | None, str]] = []
+    for value in lists:
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, dict):
+                continue  # the object hook also sees nested objects: only list entries are flags
+            fields = {k: item[k] for k in Conflict.model_fields if k in item}
+            try:
+                named.append(Conflict.model_validate(fields, strict=True))
+            except ValidationError:
+                kind = item.get("type")
+                named.append((kind if isinstance(kind, str) else None, f"a malformed conflict {json.dumps(item)[:200]}"))
+    return named
 
 
 def _flag_key(c: Conflict) -> tuple[Any, ...]:

@@ -8,12 +8,14 @@ it is audited, so an interrupted run keeps everything it did.
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .auditor import Auditor, AuditorError, ScreenContext, TurnAudit, TurnContext
+from .auditor import Auditor, AuditorError, PromptTooLarge, ScreenContext, TurnAudit, TurnContext
 from ..core.config import DEFAULT_MAX_RESPONSE_CHARS, RunConfig, episode_key
+from ..core.options import DEFAULT_MAX_RESPONSE_TOKENS
 from ..core.options import default
 from ..core.ledger import FactLedger
 from ..llm import (
@@ -22,7 +24,7 @@ from ..llm import (
 from .narrators import LLMNarrator, Narrator, NarratorContext, accepts_argument, call_maybe_async, call_narrator
 from .players import Player, PlayerView, ScriptedPlayer
 from ..core.quotes import words
-from ..core.reading import read
+from ..core.reading import read, unreadable
 from ..core.records import (
     Agreement, CommitmentState, Ending, EpisodeRecord, ErrorKind, ErrorRecord, Failure, FlagCounts, ForkOrigin,
     NodeReached, Owner, PlayerFault, Screening, SpeculativeUsage, Termination,
@@ -256,6 +258,9 @@ class Episode:
     max_response_chars: int = DEFAULT_MAX_RESPONSE_CHARS
     # Seconds a narrator hook may take (--narrator-timeout): a hung narrator is its own error, not a hung run.
     narrator_timeout: float | None = None
+    # The same in tokens of the auditor's tokenizer (a conservative bound when litellm does not know it):
+    # the unit the auditor's window overflows in.
+    max_response_tokens: int = DEFAULT_MAX_RESPONSE_TOKENS
     client: ModelClient | None = None
     narrator_model: str | None = None
     trace_path: str | Path | None = None
@@ -300,7 +305,8 @@ class Episode:
         return cls(
             spec=spec, narrator=narrator, player=player, auditor=auditor, client=client, repeat=repeat,
             max_turns=config.max_turns if max_turns is None else max_turns,
-            max_response_chars=config.max_response_chars, narrator_timeout=config.narrator_timeout,
+            max_response_chars=config.max_response_chars, max_response_tokens=config.max_response_tokens,
+            narrator_timeout=config.narrator_timeout,
             player_retries=config.player_retries,
             narrator_model=config.narrator_model, pipeline=config.pipeline, config=config.to_dict(),
             trace_path=trace_path, on_turn=on_turn, stop=stop, start=start, fork_origin=fork_origin,
@@ -399,8 +405,7 @@ class Episode:
             self._mark(turn, self.start.player_input)
             played = await self._play(turn, tuple(history), player_input=self.start.player_input)
         elif (opening := await self._guard("narrator", self._opening, history)) is not None:
-            _check_response(opening, "opening()", self.max_response_chars)
-            played, turn = (None, str(opening)), 0
+            played, turn = (None, self._check_response(opening, "opening()")), 0
         else:
             self._mark(1)
             played, turn = await self._play(1, tuple(history)), 1
@@ -450,13 +455,27 @@ class Episode:
 
     async def _narrate(self, turn: int, history: Sequence[tuple[str, str]], player_input: str) -> str:
         try:
-            response = await self._guard("narrator", self._hook, self.narrator.respond, "respond()",
+            answered = await self._guard("narrator", self._hook, self.narrator.respond, "respond()",
                                          player_input, self._context(turn, list(history)))
-            _check_response(response, "respond()", self.max_response_chars)
+            return self._check_response(answered, "respond()")
         except _EpisodeError as exc:
             exc.player_input = player_input  # the evidence of the errored turn, also when played ahead
             raise
-        return str(response)
+
+    def _check_response(self, answered: Any, where: str) -> str:
+        """The narrator's answer as the one exact ``str`` every check, the trace and the audit see; its error
+        when it is no readable narration within the limits."""
+        response = _exact_text(answered, where)
+        _check_response(response, where, self.max_response_chars)
+        from ..llm.tokens import count_tokens
+
+        model = getattr(self.auditor, "model", None)
+        tokens, exact = count_tokens(model if isinstance(model, str) else None, response)
+        if tokens > self.max_response_tokens:
+            how = f"{model}'s tokenizer" if exact else "a conservative count; litellm knows no tokenizer for the auditor"
+            raise _EpisodeError("narrator", f"{where} returned about {tokens:,} tokens ({how}), over the "
+                                            f"limit of {self.max_response_tokens:,} (--max-response-tokens)")
+        return response
 
     def _screening(self) -> bool:
         """Whether this episode screens its player's inputs: a simulated (not scripted) player, an auditor
@@ -594,18 +613,24 @@ class Episode:
                screen: dict[str, Any] | None = None) -> Termination | None:
         """DESIGN section 3, steps 2-4 and termination, from one turn's validated verdicts.
 
-        A confirmed conflict ends the episode. It is the narrator's (``conflict:*``) unless the turn's input
-        was played unfair (``player_fault``) or every confirmed conflict stood short of unanimity under votes
-        (``contested``); only the narrator's marks commitments VIOLATED."""
+        A confirmed conflict ends the episode. It is the narrator's (``conflict:*``), also when it stood on a
+        split vote (a strict majority of ``--audit-votes``; the split is recorded in ``failure.agreement``),
+        unless the turn's input was played unfair and every confirmed conflict is one that input caused
+        (``_caused_by_input``): then it is a ``player_fault``. Only the narrator's marks commitments VIOLATED."""
         if turn >= 1:
             result.turns = turn
         confirmed = audit.confirmed
         if confirmed:
+            unfair = screen is not None and not screen["fair"]
+            if unfair and screen is not None:
+                # A narration can steer a simulated player into an unfair input: only what that input caused
+                # is the player's; any other confirmed conflict of the turn is the narrator's.
+                flagged = screen["attempts"][-1]["problems"]
+                own = [c for c in confirmed if not self._caused_by_input(c.conflict, flagged, result.ledger)]
+                confirmed, unfair = (own, False) if own else (confirmed, True)
             # Cite a unanimous conflict before a split one, a verified quote before an unverified one.
             first = min(confirmed, key=lambda c: (not c.unanimous, c.status != "verified"))
-            unfair = screen is not None and not screen["fair"]
-            ending = (Termination.PLAYER_FAULT if unfair else Termination(f"conflict:{first.conflict.type}")
-                      if first.unanimous else Termination.CONTESTED)
+            ending = Termination.PLAYER_FAULT if unfair else Termination(f"conflict:{first.conflict.type}")
             if ending.is_conflict:
                 for c in confirmed:
                     for cid in c.conflict.commitment_ids if c.conflict.type == "commitment" else ():
@@ -640,6 +665,17 @@ class Episode:
         if achievements and all(states[c] == "SATISFIED" for c in achievements):
             return Termination.SUCCESS
         return None
+
+    def _caused_by_input(self, conflict: Any, flagged: Sequence[dict[str, Any]], ledger: FactLedger) -> bool:
+        """Whether a conflict is one an unfair input caused: the narrator refusing it (a player-input conflict),
+        or a conflict whose quote, facts or commitments share a word of substance with what the screen flagged
+        in the input ("The guard falls asleep" and a fact "The guard never sleeps at his post")."""
+        if conflict.type == "player_input":
+            return True
+        said = _content_words(" ".join(str(p.get("quote", "")) for p in flagged))
+        texts = [conflict.quote, *(f.text for f in ledger.active() if f.id in conflict.fact_ids),
+                 *(c.text for c in self.spec.all_commitments if c.id in conflict.commitment_ids)]
+        return bool(said & _content_words(" ".join(texts)))
 
     async def _success_confirmed(self, ctx: TurnContext, audit: TurnAudit, result: EpisodeResult,
                                  states_before: dict[str, CommitmentState]) -> bool:
@@ -728,28 +764,56 @@ class Episode:
         return await self._hook(opening, "opening()", *args)
 
     async def _guard(self, kind: ErrorKind, fn: Any, *args: Any) -> Any:
-        """Run one part of a turn; classify what it raises by where it happened.
+        """Run one part of a turn; classify what it raises by where it happened, never by its class.
 
-        ``model``: any endpoint failure, also inside a narrator or player that called the run's client
-        (the model is not the agent's code); ``auditor``: no usable auditor answer; ``narrator`` /
-        ``player``: their own code raised.
+        ``narrator`` / ``player``: anything their own code raised is theirs, whatever its class (a narrator
+        that raises a ``ModelError``, a ``CostCapReached`` or an ``AuditorError`` of its own, or wraps one,
+        fails like any narrator that raised), except a failure the run's own model client raised and that
+        passed through the agent's code: that very object, recognised by identity (``ModelClient.raised``),
+        stays the model endpoint's (``model``) or the budget's (a cost cap). ``auditor``: the harness's own
+        audit, whose failures are classified by what they are.
         """
         try:
             return await call_maybe_async(fn, *args)
         except (_EpisodeError, _Cut):
             raise
         except Exception as exc:  # noqa: BLE001 - the agent under test may raise anything
-            cut = in_chain(exc, CostCapReached)  # also when a narrator wrapped it in its own exception
+            audit = getattr(exc, "audit", None)
+            if kind in ("narrator", "player"):
+                passed = self._passed_through(exc)
+                if isinstance(passed, CostCapReached):
+                    raise _Cut("max-cost", str(passed)) from exc
+                if isinstance(passed, ModelError):
+                    raise _EpisodeError("model", scrub(str(passed)), None, audit) from exc
+                tb = scrub(format_traceback(exc))
+                raise _EpisodeError(kind, scrub(f"{type(exc).__name__}: {exc}"), tb, audit) from exc
+            cut = in_chain(exc, CostCapReached)  # also when a gather wrapped it
             if cut is not None:
                 raise _Cut("max-cost", str(cut)) from exc
-            audit = getattr(exc, "audit", None)
             model_error = _model_error_in(exc)
+            if isinstance(exc, PromptTooLarge):
+                owner: ErrorKind = "narrator" if exc.narrator_caused else "model"
+                raise _EpisodeError(owner, scrub(str(exc)), None, audit) from exc
             if isinstance(exc, AuditorError):
                 raise _EpisodeError("auditor", scrub(str(exc)), None, audit) from exc
             if model_error is not None:
                 raise _EpisodeError("model", scrub(str(model_error)), None, audit) from exc
             tb = scrub(format_traceback(exc))
             raise _EpisodeError(kind, scrub(f"{type(exc).__name__}: {exc}"), tb, audit) from exc
+
+    def _passed_through(self, exc: BaseException) -> BaseException | None:
+        """The failure in ``exc``'s chain that one of the run's own model clients raised (the very object), if
+        any: an outage or a cost cap the agent's call met, let through as it is or wrapped."""
+        clients: list[Any] = [c for c in (self.client, getattr(self.player, "client", None),
+                                          getattr(self.auditor, "client", None)) if callable(getattr(c, "raised", None))]
+        seen: set[int] = set()
+        current: BaseException | None = exc
+        while current is not None and id(current) not in seen:
+            seen.add(id(current))
+            if isinstance(current, (ModelError, CostCapReached)) and any(c.raised(current) for c in clients):
+                return current
+            current = current.__cause__ or current.__context__
+        return None
 
 
 async def _cancelled(task: asyncio.Future[Any] | None) -> None:
@@ -787,6 +851,27 @@ def _model_error_in(exc: BaseException) -> ModelError | None:
     return in_chain(exc, ModelError)
 
 
+_FUNCTION_WORDS = frozenset("that this with from have your they them then there their into what when will would "
+                             "were been being which while where about after before over under upon".split())
+
+
+def _content_words(text: str) -> set[str]:
+    """The words of substance in ``text`` as the quote matcher reads them (four letters or more)."""
+    from ..core.quotes import normalise
+
+    return {w for w in re.findall(r"\w{4,}", normalise(text)[0]) if w not in _FUNCTION_WORDS}
+
+
+def _exact_text(value: Any, where: str) -> str:
+    """``value`` as an exact ``str``, converted once. A subclass of ``str`` can answer ``len``, ``strip`` or
+    ``str()`` with other text than it holds; its characters, copied into a plain ``str``, are the narration."""
+    if type(value) is str:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)  # the characters held, whatever the subclass's own __str__ says
+    raise _EpisodeError("narrator", f"{where} returned {type(value).__name__}, expected str")
+
+
 def _check_response(response: Any, where: str, max_chars: int = DEFAULT_MAX_RESPONSE_CHARS) -> None:
     """What the narrator answered must be narration a person can read: its fault otherwise, never an unknown.
 
@@ -796,6 +881,8 @@ def _check_response(response: Any, where: str, max_chars: int = DEFAULT_MAX_RESP
         raise _EpisodeError("narrator", f"{where} returned {type(response).__name__}, expected str")
     if not response.strip():
         raise _EpisodeError("narrator", f"{where} returned an empty response")
+    if (problem := unreadable(response)) is not None:
+        raise _EpisodeError("narrator", f"{where} returned text a reader cannot read one way: {problem}")
     if words(response) == 0:
         raise _EpisodeError("narrator", f"{where} returned no words a reader can read "
                                         f"({one_line(response, 60)!r}): nothing to audit")

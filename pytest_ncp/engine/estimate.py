@@ -6,7 +6,7 @@ its price at the cost map's list prices. Every bound is built from what the run 
 - **turns**: a scripted player plays at most its spec's inputs (or ``--max-turns``), a simulated one
   ``--max-turns``; turn 0 is audited too when the narrator opens the story;
 - **calls**: the narrator (built-in narrators: one call per turn, and the memory narrator's summaries), a
-  simulated player (one per turn) and the screen of its inputs (issue 23: one ``input_screen`` call per
+  simulated player (one per turn) and the screen of its inputs (one ``input_screen`` call per
   input; each of up to ``--player-retries`` regenerations adds a player call, a screen and, pipelined, the
   narration of the refused input played ahead), and per audited turn the auditor's four steps, the
   confirmation of ``FLAGS_PER_TURN`` flagged conflicts (``--audit-votes`` samples each) and a success

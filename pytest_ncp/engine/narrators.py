@@ -15,7 +15,7 @@ from ..prompts import render, untrusted
 
 if TYPE_CHECKING:
     from ..llm import ModelClient
-    from ..core.spec import NarrativeSpec
+    from ..core.spec import NarrativeSpec, PlaythroughTurn
 
 
 @dataclass(frozen=True)
@@ -323,3 +323,36 @@ class MemoryNarrator(LLMNarrator):
         messages = render("memory_summary", spec=context.spec, items=items)
         completion = await context.llm.complete("narrator", model or "", messages, temperature=0.0)
         return completion.text.strip()
+
+
+class ReferenceNarrator:
+    """Plays a spec's reference playthrough: turn t answers with ``playthrough[t-1].narration``.
+
+    An ideal narrator by construction (the loader proved the playthrough), so with any auditor every
+    conflict it gets is the auditor's false alarm and every node it fails to reach is the auditor's miss
+    (``ncp calibrate --reference``). It plays only the scripted inputs its playthrough answers.
+    """
+
+    speculation_safe = True  # a pure function of the turn
+
+    def reset(self, spec: NarrativeSpec) -> None:
+        _playthrough_of(spec)
+
+    def respond(self, player_input: str, context: NarratorContext) -> str:
+        turns = _playthrough_of(context.spec)
+        if not 1 <= context.turn <= len(turns):
+            raise ValueError(f"spec {context.spec.id!r}: its playthrough has {len(turns)} turn(s), no turn "
+                             f"{context.turn}")
+        turn = turns[context.turn - 1]
+        if " ".join(player_input.split()) != " ".join(turn.input.split()):
+            raise ValueError(f"spec {context.spec.id!r} turn {context.turn}: the reference narrator answers only "
+                             f"its scripted input {turn.input!r}, got {player_input!r} (play it with the scripted "
+                             "player)")
+        return turn.narration
+
+
+def _playthrough_of(spec: NarrativeSpec) -> Sequence[PlaythroughTurn]:
+    if not spec.playthrough:
+        raise ValueError(f"spec {spec.id!r} has no reference playthrough, so ReferenceNarrator cannot play it "
+                         "(docs/specs.md, Writing a playthrough)")
+    return spec.playthrough

@@ -26,7 +26,7 @@ class PlayerView:
     player: PlayerCharacter
     turn: int                                   # the turn this input is for (1-based)
     history: Sequence[tuple[str, str]]          # earlier (player input, narration); turn 0 input is ""
-    # This turn's earlier inputs the screen found unfair, each with why (issue 23): the player is asked again.
+    # This turn's earlier inputs the screen found unfair, each with why: the player is asked again.
     rejected: Sequence[tuple[str, str]] = ()
 
 

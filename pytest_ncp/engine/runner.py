@@ -42,6 +42,16 @@ RERUN_ON_RESUME: tuple[Termination, ...] = tuple(t for t in Termination
                                                  if t is Termination.ERROR or Ending.of(t).stopped)
 
 
+def _narrators_error(end: dict[str, Any]) -> bool:
+    """An episode that ended in the narrator's own error: a failure like a conflict (its ``Ending``'s owner is
+    the narrator), kept by ``--resume``; run again, a narrator that fails now and then would pass on resume."""
+    try:
+        ending = Ending.of(Termination(end.get("termination")), (end.get("error") or {}).get("kind"))
+    except ValueError:  # an ending or error kind this version does not know: run again, as before
+        return False
+    return ending.failure
+
+
 def _changed(field: str, before: Any, now: Any) -> str:
     """One setting that differs between a recorded episode and this run, as a resume refusal names it."""
     if isinstance(before, dict) and isinstance(now, dict):
@@ -108,7 +118,7 @@ class Runner:
     expected: set[str] = field(default_factory=set)
     stopped: Stopped | None = "running"
     _saved_at: float = field(default=0.0, repr=False)  # time.monotonic() of the last results.json rewrite
-    # --sequential (issue 21): ``plan()`` builds ``monitor`` from it, which reads every finished episode in start
+    # --sequential: ``plan()`` builds ``monitor`` from it, which reads every finished episode in start
     # order and stops the run (``analysis/sequential_run.py``). Hosts whose decision is taken elsewhere (a
     # pytest-xdist worker: the controller decides) pass ``halt`` (start no new episode) and ``cancel`` (end the
     # episodes in flight at their next turn) instead.
@@ -191,7 +201,8 @@ class Runner:
                force_flag: str = "--resume --force") -> int:
         """Take every episode already finished in ``out_dir`` (its trace has an end) as done.
 
-        Errored episodes are not finished: they ended for infrastructure reasons and run again, as do episodes
+        Errored episodes are not finished (but for the narrator's own errors, which are its outcome): they ended
+        for infrastructure reasons and run again, as do episodes
         the cost cap cut short or a sequential decision cancelled (``RERUN_ON_RESUME``), and so do
         episodes whose end record the results model refuses (``unreadable`` says which and why). An
         episode run with other settings (``FINGERPRINT_FIELDS``) or another version of its spec (one of
@@ -211,7 +222,8 @@ class Runner:
         for trace in sorted((self.out_dir / "traces").glob("*.jsonl")):
             recorded = read_trace(trace)
             end = recorded.end
-            if end is None or end.get("termination") in RERUN_ON_RESUME or (recorded.start or {}).get("fork"):
+            if end is None or (end.get("termination") in RERUN_ON_RESUME and not _narrators_error(end)) \
+                    or (recorded.start or {}).get("fork"):
                 continue  # a fork's trace (ncp fork --out into a run folder) is never one of the run's episodes
             key = episode_key(end["spec_id"], int(end["repeat"]))
             spec = by_id.get(end["spec_id"])

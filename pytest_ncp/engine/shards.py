@@ -104,14 +104,25 @@ def _same_configuration(parts: Sequence[tuple[Path, RunResults]]) -> list[str]:
     for file, data in parts[1:]:
         a, b = first.config.model_dump(mode="json"), data.config.model_dump(mode="json")
         diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
-        if set(diff) - PLACES:
+        # The fingerprint hashes the settings, places too (api_base): it differs exactly when a setting does,
+        # so the settings are named, and the fingerprint only when what it covers is not listed in the files.
+        named = [k for k in diff if k not in PLACES and k != "fingerprint"]
+        if not named and "fingerprint" in diff and _unplaced(a) != _unplaced(b):
+            named = ["fingerprint (a setting these results files do not list)"]
+        if named:
             raise MergeError(f"{file} and {first_file} were run with different configurations "
-                             f"(differing: {', '.join(k for k in diff if k not in PLACES and k != 'fingerprint')}); "
-                             "merge only shards of one run")
+                             f"(differing: {', '.join(named)}); merge only shards of one run")
         if "api_base" in diff and "api_base differs" not in " ".join(notes):
             notes.append("api_base differs between shards (each machine had its own endpoint); "
                          f"the merged config keeps {first.config.api_base!r}")
     return notes
+
+
+def _unplaced(config: dict[str, Any]) -> str:
+    """The fingerprint of a recorded configuration, its places (``PLACES``) left out."""
+    from ..core.config import config_fingerprint
+
+    return config_fingerprint({k: (None if k in PLACES else v) for k, v in config.items()})
 
 
 def _shards(parts: Sequence[tuple[Path, RunResults]], allow_missing: bool,

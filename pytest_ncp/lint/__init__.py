@@ -6,8 +6,9 @@ judged and every achievement reached, and that the scripted player does not know
 story has introduced them. Each finding is ``path:line: rule: message`` (``ncp lint``,
 ``ncp validate --strict``). Everything here is pure text analysis: no pytest, no models (yaml only to
 read the shared world rules). 
-The linter is in three modules: ``core`` (findings, words and proper names, the per-spec context),
-``structure`` (the structural rules) and ``story`` (the playability rules of the benchmark review).
+The linter is in these modules: ``core`` (findings, words and proper names, the per-spec context),
+``structure`` (the structural rules), ``story`` (the playability rules of the benchmark review), ``shown``
+(what the narrator can show) and ``playthrough`` (benchmark specs proven by a reference playthrough).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .core import (
     CONTENT_STOPWORDS, NAME_STOPWORDS, NEGATIONS, Context, LintFinding, content_words, jaccard, name_keys,
     proper_names, spec_lexicon,
 )
+from .playthrough import PLAYTHROUGH_CHECKS, PLAYTHROUGH_RULES
 from .shown import SHOWN_CHECKS, SHOWN_RULES
 from .story import STORY_CHECKS, STORY_RULES
 from .structure import DUPLICATE_THRESHOLD, STRUCTURE_CHECKS, STRUCTURE_RULES
@@ -31,8 +33,8 @@ __all__ = [
     "content_words", "jaccard", "lint_paths", "lint_spec", "name_keys", "proper_names", "spec_lexicon",
 ]
 
-RULES: dict[str, str] = {**STRUCTURE_RULES, **STORY_RULES, **SHOWN_RULES}
-_CHECKS = (*STRUCTURE_CHECKS, *STORY_CHECKS, *SHOWN_CHECKS)
+RULES: dict[str, str] = {**STRUCTURE_RULES, **STORY_RULES, **SHOWN_RULES, **PLAYTHROUGH_RULES}
+_CHECKS = (*STRUCTURE_CHECKS, *STORY_CHECKS, *SHOWN_CHECKS, *PLAYTHROUGH_CHECKS)
 
 
 def lint_spec(spec: NarrativeSpec) -> list[LintFinding]:

@@ -73,16 +73,27 @@ _QUOTES = "\"“‘«"
 NEGATIONS: frozenset[str] = frozenset("not no never nobody nothing none neither nor cannot".split())
 
 
+SEVERITIES = ("error", "notice")
+
+
 @dataclass(frozen=True)
 class LintFinding(Finding):
+    """One finding. An ``error`` fails ``ncp lint``; a ``notice`` is printed and counted but does not (work a
+    benchmark is still catching up on, such as the playthroughs not yet written)."""
+
     path: str
     line: int | None
     rule: str
     message: str
+    severity: str = "error"
+
+    @property
+    def fails(self) -> bool:
+        return self.severity == "error"
 
     @property
     def what(self) -> str:
-        return self.rule
+        return self.rule if self.fails else f"{self.rule} ({self.severity})"
 
 
 # --- words and names -------------------------------------------------------------------------------
@@ -226,5 +237,5 @@ class Context:
     def node_label(self, i: int) -> str:
         return f"node {i + 1} {self.spec.trajectory[i].id!r}"
 
-    def finding(self, rule: str, loc: tuple, message: str) -> LintFinding:
-        return LintFinding(self.path, self.spec.line_of(*loc), rule, message)
+    def finding(self, rule: str, loc: tuple[str | int, ...], message: str, severity: str = "error") -> LintFinding:
+        return LintFinding(self.path, self.spec.line_of(*loc), rule, message, severity)

@@ -1,5 +1,5 @@
 """What the narrator can show: rules for inputs that presuppose what it has not shown yet, and key
-deltas that only the player's own mind can bring about (the source re-review of issue 22).
+deltas that only the player's own mind can bring about (classes the source re-review of the specs found).
 
 The narrator shows events; the player character decides, feels, believes and concludes. A scripted
 input that refers to "the card" before the story has brought the flowers plays a scene the narrator may

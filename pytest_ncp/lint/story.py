@@ -1,5 +1,5 @@
 """Playability rules: is every node one observable event, does every commitment bind the narrator,
-does the scripted player only act, and can the script reach the end (the benchmark review, issue 11).
+does the scripted player only act, and can the script reach the end (what a review of the benchmark found unplayable).
 
 Like the rest of the linter these are deterministic text heuristics, tuned on the bundled specs so
 that they catch the defects the review named without flooding good specs. Each rule's exact test is

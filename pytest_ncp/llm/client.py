@@ -8,6 +8,7 @@ structured-output mode negotiation and cost. The request goes by the lean OpenAI
 from __future__ import annotations
 
 import asyncio
+import collections
 import email.utils
 import json
 import math
@@ -27,6 +28,9 @@ from .litellm_path import import_litellm, litellm_call
 from .prices import Price, price_of, prompt_token_bound
 from .request import merge_system_prompt, request_params, shape_structured
 from .types import Completion, CostCapReached, ModelError, Role, Usage, current_usage
+
+# How many of its own failures a client remembers (each episode needs only the one that ended it).
+RAISED_KEPT = 1024
 
 
 # --- rate limiting -------------------------------------------------------------------------------
@@ -140,6 +144,10 @@ class ModelClient:
     # loop -> endpoint|model -> the probe under way (asyncio events belong to the loop that made them)
     _mode_probes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Event]] = field(
         default_factory=weakref.WeakKeyDictionary, repr=False)
+    # The failures this client raised, by identity (exceptions take no weak references): an episode tells an
+    # outage or a cost cap that passed through a narrator's code from one the narrator raised itself.
+    _raised: collections.deque[BaseException] = field(
+        default_factory=lambda: collections.deque(maxlen=RAISED_KEPT), repr=False)
 
     @classmethod
     def from_config(cls, config: RunConfig, **host: Any) -> ModelClient:
@@ -259,7 +267,24 @@ class ModelClient:
         elif abandoned:
             self._spent += reserved
 
-    async def complete(
+    def raised(self, exc: BaseException) -> bool:
+        """Whether this very exception object was raised by this client (a ``ModelError`` or
+        ``CostCapReached`` of one of its calls), not merely one of the same class."""
+        return any(e is exc for e in self._raised)
+
+    async def complete(self, role: Role, model: str, messages: list[dict[str, Any]], *, step: str | None = None,
+                       response_format: dict[str, Any] | None = None, temperature: float | None = None,
+                       repeat: int = 0, max_tokens: int | None = None, output_mode: str | None = None) -> Completion:
+        """One chat completion (see ``_complete``); its failure is remembered as this client's own."""
+        try:
+            return await self._complete(role, model, messages, step=step, response_format=response_format,
+                                        temperature=temperature, repeat=repeat, max_tokens=max_tokens,
+                                        output_mode=output_mode)
+        except (ModelError, CostCapReached) as exc:
+            self._raised.append(exc)
+            raise
+
+    async def _complete(
         self,
         role: Role,
         model: str,
@@ -291,7 +316,7 @@ class ModelClient:
         # The first structured call per endpoint and model probes the mode; calls that arrive meanwhile
         # wait for the probe's answer (not for each other), then all go at once with the mode it found.
         # Nobody holds a lock while making a request: that serialised every episode's first audit calls
-        # (issue 20). A probe that failed for another reason (timeout, 5xx) decided nothing: its waiters
+        # A probe that failed for another reason (timeout, 5xx) decided nothing: its waiters
         # then probe at once, each for itself, rather than one after another.
         probes = self._mode_probes.setdefault(asyncio.get_running_loop(), {})
         probe = probes.get(key)

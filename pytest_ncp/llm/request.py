@@ -47,7 +47,7 @@ def shape_structured(request: dict[str, Any], response_format: dict[str, Any], m
         instruction = ("Answer with one JSON object and nothing else (no prose, no code fence). "
                        "It must follow this JSON Schema:\n" + json.dumps(schema, separators=(",", ":")))
         # Before the data, never after it: text that comes after the narration is where an injected
-        # instruction would sit, so the instructions end where the data begins (issue 19).
+        # instruction would sit, so the instructions end where the data begins.
         first = messages[0] if messages and messages[0].get("role") in ("system", "user") else None
         if first is None:
             messages.insert(0, {"role": "system", "content": instruction})

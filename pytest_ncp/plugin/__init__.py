@@ -39,6 +39,13 @@ def _xdist_workers(config: pytest.Config) -> int:
     return n if isinstance(n, int) and n > 0 and config.pluginmanager.hasplugin("xdist") else 0
 
 
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    if early_config.pluginmanager.hasplugin("xdist"):
+        from .xdist import default_dist
+
+        default_dist(early_config, args)  # -n without --dist: --dist loadscope
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{options.MARKER}(**settings): a pytest-ncp narrative test; as a marker on "
                                        "a hand-written test, overrides run_episode settings (max_turns, player, ...)")
@@ -50,6 +57,10 @@ def pytest_configure(config: pytest.Config) -> None:
         from .estimate import print_estimate
 
         print_estimate(config, settings)  # then exits 0: nothing is collected or run, no model is called
+    if config.pluginmanager.hasplugin("xdist"):
+        from .xdist import check_dist
+
+        check_dist(config)
     is_worker = hasattr(config, "workerinput")
     trace_root = settings.report or _trace_root(config)
     from .sequential import STOP_FILE_KEY
@@ -119,6 +130,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    options.check_markers(config, items)  # also without a narrator: run_episode reads the marker in any test
     ncp = _ncp(config)
     if ncp is None:
         return
@@ -130,6 +142,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     from .collect import failures_first
 
     failures_first(config, items, ncp.settings.failures_only)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    options.fail_on_marker_problems(item)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -8,14 +8,20 @@ applies the ``@pytest.mark.ncp(...)`` marker over these settings, and its own ar
 
 from __future__ import annotations
 
+import dataclasses
+# pytest's parser is argparse, which leaves an option out of --help only when its help *is* this object
+# (an equal string is not enough); pyproject's import contract allows this one import outside cli/.
+from argparse import SUPPRESS as _HIDDEN
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import pytest
 
 from ..core.config import RunConfig
-from ..core.options import FLAG, ITEMS, PATHS, PYTEST, PYTEST_OPTIONS, Option, Resolved, resolve_options
+from ..core.options import (
+    FLAG, ITEMS, PATHS, PLAYER_KINDS, PYTEST, PYTEST_EXPERT, PYTEST_OPTIONS, Option, Resolved, resolve_options,
+)
 
 if TYPE_CHECKING:
     from ..analysis.metrics import Gate
@@ -39,7 +45,8 @@ def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup(GROUP, "narrative commitment preservation (pytest-ncp)")
     for option in PYTEST_OPTIONS:
         dest, ini_help = ini_key(option.name), option.help_for(PYTEST)
-        help_text = ini_help.replace("%", "%%")  # argparse formats option help with %
+        # The ini key's help is always listed; an expert setting's flag is an alias kept out of --help.
+        help_text = _HIDDEN if option.name in PYTEST_EXPERT else ini_help.replace("%", "%%")  # argparse: %
         if option.kind == FLAG:
             group.addoption(cli_flag(option.name), action="store_true", default=None, dest=dest, help=help_text)
             parser.addini(dest, ini_help, type="bool", default=False)
@@ -83,6 +90,60 @@ class Settings:
         return bool(self.run.narrator)
 
 
+def _whole_number(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _model_name(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+# ``@pytest.mark.ncp(...)`` on a hand-written test: run_episode's defaults (plugin/fixtures.py reads them).
+MARKER_ARGUMENTS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "max_turns": ("a whole number >= 1", _whole_number),
+    "player": (f"one of {', '.join(PLAYER_KINDS)}", lambda v: v in PLAYER_KINDS),
+    "player_model": ("a model name, e.g. 'openai/gpt-4o-mini'", _model_name),
+    "narrator_model": ("a model name, e.g. 'openai/gpt-4o-mini'", _model_name),
+}
+
+
+def marker_problems(mark: pytest.Mark) -> list[str]:
+    """What is wrong with one ``@pytest.mark.ncp(...)``: an argument a test cannot mean (a typo would
+    otherwise be ignored and the test run with the session's settings), or a value of the wrong kind."""
+    valid = ", ".join(f"{name}= ({what})" for name, (what, _) in MARKER_ARGUMENTS.items())
+    problems = [f"positional arguments {mark.args!r}: give keyword arguments ({valid})"] if mark.args else []
+    for name, value in mark.kwargs.items():
+        if name not in MARKER_ARGUMENTS:
+            problems.append(f"unknown argument {name}={value!r}; valid: {valid}")
+        elif not MARKER_ARGUMENTS[name][1](value):
+            problems.append(f"{name}={value!r}: expected {MARKER_ARGUMENTS[name][0]}")
+    return problems
+
+
+MARKER_PROBLEMS = pytest.StashKey[str]()
+
+
+def check_markers(config: pytest.Config, items: Sequence[pytest.Item]) -> None:
+    """Raise pytest.UsageError naming every test whose ``ncp`` marker is wrong, and what is valid.
+
+    An xdist worker cannot stop the session with a usage error (xdist reports it as its own crash), so
+    there each such test fails at setup with the same words (``fail_on_marker_problems``)."""
+    problems = [(item, f"{item.nodeid}: @pytest.mark.{MARKER}(...): {problem}")
+                for item in items for mark in item.iter_markers(MARKER) for problem in marker_problems(mark)]
+    if not problems:
+        return
+    if not hasattr(config, "workerinput"):
+        raise pytest.UsageError("pytest-ncp: " + "\n  ".join(["invalid markers:", *(p for _, p in problems)]))
+    for item, problem in problems:
+        item.stash[MARKER_PROBLEMS] = "\n".join(filter(None, [item.stash.get(MARKER_PROBLEMS, ""), problem]))
+
+
+def fail_on_marker_problems(item: pytest.Item) -> None:
+    problems = item.stash.get(MARKER_PROBLEMS, None)
+    if problems is not None:
+        pytest.fail(f"pytest-ncp: invalid markers:\n{problems}", pytrace=False)
+
+
 # The resolved settings of a session, set at configure time (``plugin.pytest_configure``).
 SETTINGS_KEY = pytest.StashKey[Settings]()
 
@@ -98,6 +159,10 @@ def _given(config: pytest.Config, option: Option) -> tuple[Any, str] | None:
     return None
 
 
+# The controller's run seed, handed to each pytest-xdist worker (``xdist.py``).
+SEED_KEY = "ncp_seed"
+
+
 def resolve(config: pytest.Config) -> Settings:
     """Read and validate every ncp option. Raises pytest.UsageError listing what is wrong and what is valid."""
     given = {o.name: g for o in PYTEST_OPTIONS if (g := _given(config, o)) is not None}
@@ -108,6 +173,9 @@ def resolve(config: pytest.Config) -> Settings:
             value = opts[option.name]
             opts.values[option.name] = [root / v for v in value] if option.kind == PATHS else str(root / value)
     run = RunConfig.from_options(opts)
+    seed = getattr(config, "workerinput", {}).get(SEED_KEY)
+    if seed is not None:  # an xdist worker: the controller's seed (it drew one for a sequential run)
+        run = dataclasses.replace(run, seed=int(seed))
     problems = [*opts.problems, *run.validate(opts), *_path_problems(opts, run), *_cap_problems(opts, run)]
     if problems:
         raise pytest.UsageError("pytest-ncp: " + "\n  ".join(["invalid options:", *problems]))

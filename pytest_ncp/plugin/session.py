@@ -332,7 +332,7 @@ class NcpSession:
         return self.verdict.exit_code
 
     def _compare(self, baseline: Path) -> None:
-        from ..analysis.compare import compare_runs
+        from ..analysis.compare import compare_runs, comparison_turn
         from ..analysis.results import load_results
         from ..core.spec import load_specs
 
@@ -340,7 +340,12 @@ class NcpSession:
             base = load_results(baseline)  # a RunFileError (a ValueError) names the file and what is wrong
             specs, _ = load_specs(self.settings.specs)
             kinds = {s.id: {c.id: c.kind for c in s.all_commitments} for s in specs}
-            self.comparison = compare_runs(base, self.results(), turn=self.settings.run.survival_turn, kinds=kinds)
+            run = self.settings.run
+            given = self.settings.sources.get("survival-turn", "default") != "default"
+            turn = comparison_turn((base.metrics.survival_turn, base.config.max_turns),
+                                   (run.survival_turn, run.max_turns), run.survival_turn if given else None,
+                                   "--ncp-survival-turn")
+            self.comparison = compare_runs(base, self.results(), turn=turn, kinds=kinds)
         except (OSError, ValueError) as exc:
             self.comparison_error = f"ncp baseline {baseline}: cannot compare: {exc}"
 

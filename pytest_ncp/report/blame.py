@@ -30,8 +30,10 @@ def rows(blame: Mapping[str, Any] | None, episodes: Any = None) -> list[dict[str
     for owner in OWNERS:
         row = owners.get(owner) or {"count": 0, "kinds": {}, "episodes": []}
         keys = [str(k) for k in row.get("episodes") or []]
+        split = ", ".join(f"{n} at {votes}" for votes, n in sorted((row.get("split") or {}).items()))
         out.append({"owner": owner, "label": OWNER_LABELS[owner], "count": int(row.get("count", 0)),
-                    "kinds": ", ".join(f"{kind_label(k)} {n}" for k, n in (row.get("kinds") or {}).items()),
+                    "kinds": ", ".join(f"{kind_label(k)} {n}" for k, n in (row.get("kinds") or {}).items())
+                             + (f" (split votes: {split})" if split else ""),
                     "episodes": [_name(k) for k in keys], "keys": keys})
     return out
 

@@ -83,7 +83,13 @@ def render_html(runs: Sequence[RunData], *, title: str = "NCP-Bench report",
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True)
     template = env.from_string(resources.files(__package__).joinpath("report.html.j2").read_text("utf-8"))
-    from .. import __version__
+    # Not `from .. import __version__`: the package root is the public facade, which re-exports every layer.
+    from importlib import metadata
+
+    try:
+        __version__ = metadata.version("pytest-ncp")
+    except metadata.PackageNotFoundError:  # a source tree that was never installed
+        __version__ = "unknown"
 
     views = [_run_view(i, r) for i, r in enumerate(runs)]
     # One episode open on arrival, the first that failed, shows what the report is for; the rest

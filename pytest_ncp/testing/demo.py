@@ -39,7 +39,7 @@ def narrate(request: RecordedRequest) -> str:
     return f"{said}. The world answers in kind: the people around you react, and the story moves a step further."
 
 
-# What the demo's adversarial player dictates instead of playing its character (issue 23): a world event, another
+# What the demo's adversarial player dictates instead of playing its character: a world event, another
 # character's act. The demo's input screen knows these lines; the conflict check often flags the narration that
 # went along with one (the narrator's two bad choices: accept it, or refuse the player).
 GOD_MODE = ("The guard falls asleep and I walk past him.", "The door gives way and I find the hidden letter.",

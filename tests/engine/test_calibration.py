@@ -221,7 +221,7 @@ def test_the_scripted_auditor_finds_a_case_whose_narration_carries_the_closing_t
     # recognise an injection case by the text the case holds, at every audit step.
     import dataclasses
 
-    from pytest_ncp.auditor import LLMAuditor
+    from pytest_ncp import LLMAuditor
     from pytest_ncp.prompts import render
 
     case = dataclasses.replace(

@@ -1,4 +1,4 @@
-"""``--max-cost`` and ``--estimate`` (issue 20), against the scripted server with a priced model name.
+"""``--max-cost`` and ``--estimate``, against the scripted server with a priced model name.
 
 The scripted server reports every call as 2,000 prompt and 100 completion tokens (its ``usage`` block is the
 test's), so what a call costs at ``openai/gpt-4o-mini``'s list prices is known exactly, and so is what the
@@ -187,8 +187,9 @@ def test_estimate_says_which_models_are_unpriced(ncp_model_server, capsys):
 
 
 def test_the_estimate_bounds_votes_and_screening_per_step(tmp_path, capsys):
-    # Issue 23 added calls the first estimate did not know: K confirmation samples per flag, and a simulated
-    # player's screened inputs (a screen per input, regenerations, narrations of refused inputs played ahead).
+    # Screening and votes add calls an estimate of narrator and audit calls alone would miss: K confirmation
+    # samples per flag, and a simulated player's screened inputs (a screen per input, regenerations,
+    # narrations of refused inputs played ahead).
     # The demo's adversarial player god-modes and its auditor flags conflicts: every step's real calls stay
     # within the estimate's.
     from collections import Counter

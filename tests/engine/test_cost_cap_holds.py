@@ -1,4 +1,4 @@
-"""The cost cap holds where review of issue 20 found it did not: canaries beside workers, canaries stopped by the cap,
+"""The cost cap holds where a review found it did not: canaries beside workers, canaries stopped by the cap,
 calls abandoned in flight, and a success whose confirmation the cap refused."""
 
 from __future__ import annotations

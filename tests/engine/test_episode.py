@@ -55,7 +55,7 @@ def test_player_input_conflict(play, caligari, ncp_model_server):
 
 
 def test_an_achievement_claimed_before_its_nodes_are_reached_is_not_satisfied(play, caligari, ncp_model_server):
-    # Issue 19 (rushing to the ending): C5 and C6 name trajectory nodes; a narrator writing their own words at
+    # Rushing to the ending: C5 and C6 name trajectory nodes; a narrator writing their own words at
     # turn 2 has not told the story, whatever one commitment-check call says.
     ncp_model_server.add(step="commitment_check", contains="TURN 2.", reply={"satisfied": [
         {"commitment_id": "C5", "evidence": "Cesare stirs"}, {"commitment_id": "C6", "evidence": "Cesare stirs."}]})

@@ -41,7 +41,7 @@ def _records(result):
 
 
 def test_a_flag_whose_quote_never_verifies_is_confirmed_or_refused_never_dropped(play, caligari, ncp_model_server):
-    # Issue 19: a flag whose quote fails is asked to be repaired; still failing, it goes to confirmation marked
+    # A flag whose quote fails is asked to be repaired; still failing, it goes to confirmation marked
     # unverified. Confirmed, it is the narrator's conflict, and the failure says its quote was not verified.
     ncp_model_server.add(step="conflict_check", reply=UNQUOTABLE)
     result = play(caligari, ["The fair is loud."])
@@ -96,7 +96,10 @@ def test_a_repaired_quote_is_a_verified_flag(play, caligari, ncp_model_server):
 
 
 def test_retry_explains_the_problem_and_a_corrected_answer_is_accepted(play, caligari, ncp_model_server):
+    corrected = {"conflicts": [{**BAD_ANSWERS["unknown fact id"]["conflicts"][0], "fact_ids": ["F2"]}]}
+    ncp_model_server.add(step="conflict_check", reply=corrected)
     ncp_model_server.add(step="conflict_check", reply=BAD_ANSWERS["unknown fact id"], times=1)
+    ncp_model_server.add(step="conflict_confirmation", reply={"confirmed": False, "explanation": "in-story"})
     result = play(caligari, ["The fair is loud."], max_turns=1)
     assert result.termination is Termination.TURN_LIMIT
     retry = [r for r in ncp_model_server.requests if r.step == "conflict_check"][1]
@@ -141,7 +144,7 @@ def test_garbage_never_counts_as_success(play, caligari, ncp_model_server):
     assert result.termination is Termination.ERROR
 
 
-# --- strict answers (issue 19, attack class 5) -------------------------------------------------------------
+# --- strict answers: a narration cannot make a malformed answer pass -------------------------------------------------------------
 
 FLAG = '{"type": "fact", "fact_ids": ["F1"], "commitment_ids": [], "quote": "The fair is loud", "explanation": "x"}'
 
@@ -168,12 +171,14 @@ def test_a_repeated_key_cannot_turn_a_flag_into_a_pass_in_any_output_mode(play, 
     ncp_model_server.add(step="conflict_check", reply='{"conflicts": [' + FLAG + '], "conflicts": []}')
     client = ModelClient(api_base=ncp_model_server.base_url, structured_output=mode, backoff=0.0)
     result = play(caligari, ["The fair is loud."], client=client)
-    assert result.termination is Termination.ERROR and result.error.kind == "auditor"
-    assert "given more than once" in result.error.message
+    # The flag the refused answer names is remembered and confirmed: never a pass.
+    assert result.termination is Termination.CONFLICT_FACT and result.failure.turn == 1
+    turn = next(r for r in _records(result) if r["event"] == "turn")
+    assert "given more than once" in json.dumps(turn)
 
 
 def test_withdrawn_and_unverified_flags_reach_the_summary_the_table_and_the_html_report(tmp_path, ncp_model_server):
-    # Issue 19: counted in results.json is not enough; a person reading the run must see them too.
+    # Counted in results.json is not enough; a person reading the run must see them too.
     import asyncio
 
     from pytest_ncp.cli.common import summary

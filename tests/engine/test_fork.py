@@ -15,6 +15,7 @@ from pytest_ncp.engine.fork import EpisodeState, ForkError, fork
 from pytest_ncp.llm import ModelClient
 
 from tests.conftest import ListNarrator
+from tests.engine.test_votes_and_screening import CONFLICT, cycle, played
 from pytest_ncp.testing import opening
 from pytest_ncp.testing import data_in
 
@@ -149,3 +150,44 @@ def test_an_episode_that_errored_can_be_forked_at_the_errored_turn(play, caligar
     assert state.player_input == "I act, turn 3." and state.recorded is None and len(state.history) == 2
     outcome = run_fork(state, caligari, ncp_model_server, FIXED, samples=2)
     assert outcome.rate == 0.0 and [r.turns for r in outcome.results] == [3, 3]
+
+
+def test_ncp_fork_does_not_pass_when_every_sample_is_a_split_verdict(ncp_model_server, tmp_path, capsys):
+    """A run with --audit-votes 3 fails at turn 3 (3/3). Forked there (the fork takes the run's audit votes),
+    every sample's conflict stands on 2/3: a majority, so the narrator's conflict with its split recorded.
+    ``ncp fork`` must not exit 0 (its 'no conflict, fixed' answer) while printing a 100% conflict rate."""
+    from pytest_ncp.cli import main
+    from tests.conftest import FIXTURES
+    from tests.fixtures.fork_narrators import script
+
+    script(ncp_model_server)
+    out = tmp_path / "run"
+    assert main(["run", "--narrator", "tests.fixtures.fork_narrators:Breaks", "--specs", str(FIXTURES / "caligari.yaml"),
+                 "--api-base", ncp_model_server.base_url, "--auditor-model", "openai/auditor", "--max-turns", "6",
+                 "--out", str(out), "--workers", "1", "--audit-votes", "3"]) == 0
+    episode = json.loads((out / "results.json").read_text())["episodes"][0]
+    assert episode["termination"] == "conflict:fact" and episode["failure"]["agreement"] == {"yes": 3, "of": 3}
+    capsys.readouterr()
+    ncp_model_server.add(step="conflict_confirmation", reply=cycle(True, False, True))
+    code = main(["fork", str(out / episode["trace"]), "--turn", "3", "--samples", "1", "--api-base",
+                 ncp_model_server.base_url, "--out", str(tmp_path / "fork")])
+    text = capsys.readouterr().out
+    forked = json.loads((tmp_path / "fork" / "results.json").read_text())["episodes"]
+    assert [e["termination"] for e in forked] == ["conflict:fact"]
+    assert forked[0]["failure"]["agreement"] == {"yes": 2, "of": 3}
+    assert code != 0, f"ncp fork exited 0 (pass) on a split verdict:\n{text}"
+
+
+def test_a_fork_sample_whose_conflict_stood_on_a_split_vote_counts_as_the_narrators(ncp_model_server, caligari):
+    """``ForkOutcome.conflicts`` (the fork's conflict rate, and the pytest fork test's "still failing") counts
+    every sample with a narrator failure at turn T: a majority of votes is one, split or not."""
+    from pytest_ncp.engine.fork import EpisodeState, ForkOutcome
+
+    ncp_model_server.add(step="conflict_check", contains="TURN 3.", reply=CONFLICT)
+    ncp_model_server.add(step="conflict_confirmation", reply=cycle(True, False, True))
+    result = played(ncp_model_server, caligari, votes=3)
+    assert result.termination is Termination.CONFLICT_FACT and result.failure.turn == 3
+    state = EpisodeState.__new__(EpisodeState)
+    state.turn = 3
+    outcome = ForkOutcome(state, [result])
+    assert len(outcome.conflicts) == 1

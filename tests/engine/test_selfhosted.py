@@ -58,7 +58,7 @@ def test_auto_falls_back_once_to_json_object_with_the_schema_and_remembers_it():
 
 
 def test_concurrent_first_calls_under_auto_wait_for_the_probe_not_for_each_other():
-    # Issue 20: every call that arrived while the mode was probed used to make its whole request while
+    # Every call that arrived while the mode was probed used to make its whole request while
     # holding the probe's lock, so N episodes' first audit steps went one at a time (max in flight 1).
     n = 12
     with ScriptedModelServer(latency=0.2) as server:

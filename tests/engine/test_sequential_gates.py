@@ -1,4 +1,4 @@
-"""``ncp run --sequential`` on the scripted server: gates that stop as soon as the verdict is certain (issue 21).
+"""``ncp run --sequential`` on the scripted server: gates that stop as soon as the verdict is certain.
 
 Every test runs the same specs twice, fixed and sequential, and compares what the server was asked (its requests
 are the model calls: fewer episodes run means fewer requests) and what the run decided.
@@ -30,12 +30,16 @@ def write_specs(folder, n):
     return folder
 
 
-def ncp_run(server, specs, out, *extra, gate="0.4@3"):
-    """``ncp run`` of the built-in LLM narrator (the server's narration) over ``specs``; returns (code, requests)."""
+def ncp_run(server, specs, out, *extra, gate="0.4@3", seed="0"):
+    """``ncp run`` of the built-in LLM narrator (the server's narration) over ``specs``; returns (code, requests).
+
+    ``seed``: the episode order these tests expect (None: the run draws its own, as a sequential run does)."""
     before = len(server.requests)
+    seeded = ["--seed", seed] if seed is not None and "--seed" not in extra else []
     code = main(["run", "--narrator", "pytest_ncp.narrators:LLMNarrator", "--narrator-model", "openai/narrator",
                  "--specs", str(specs), "--api-base", server.base_url, "--auditor-model", "openai/auditor",
-                 "--max-turns", "3", "--concurrency", "3", "--min-survival", gate, "--out", str(out), *extra])
+                 "--max-turns", "3", "--concurrency", "3", "--min-survival", gate, "--out", str(out), *seeded,
+                 *extra])
     return code, len(server.requests) - before
 
 
@@ -186,7 +190,8 @@ def test_sequential_shards_stop_on_their_alpha_share_and_merge_by_their_e_values
     specs = write_specs(tmp_path / "specs", 30)
     every = [(f"story-{i:02d}", 0) for i in range(30)]
     for i in (1, 2):
-        code, _ = ncp_run(ncp_model_server, specs, tmp_path / f"shard-{i}", "--shard", f"{i}/2", "--sequential")
+        code, _ = ncp_run(ncp_model_server, specs, tmp_path / f"shard-{i}", "--shard", f"{i}/2", "--sequential",
+                          "--seed", "0")
         assert code == 0
         part = results(tmp_path / f"shard-{i}")
         seq = part["sequential"]
@@ -210,8 +215,31 @@ def test_sequential_shards_stop_on_their_alpha_share_and_merge_by_their_e_values
     (["--sequential-cancel", "--min-survival", "0.4"], "--sequential-cancel needs --sequential"),
     (["--sequential-alpha", "1.5"], "--sequential-alpha='1.5': expected a number within (0, 1)"),
     (["--seed", "-1"], "--seed='-1': expected a whole number >= 0"),
+    (["--sequential", "--min-survival", "0.4", "--shard", "1/2"], "--shard with --sequential needs --seed"),
 ])
 def test_bad_sequential_options_are_usage_errors(bad, message, tmp_path, capsys):
     assert main(["run", "--narrator", "pytest_ncp.narrators:LLMNarrator", "--specs", str(FIXTURES / "caligari.yaml"),
                  *bad]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_sequential_run_draws_its_own_seed_and_records_it(ncp_model_server, tmp_path, capsys):
+    # A fixed default order lets a narrator be good on exactly the episodes that decide early.
+    specs = write_specs(tmp_path / "specs", 8)
+    seeds, orders = [], []
+    for out in ("a", "b"):
+        since = len(ncp_model_server.requests)
+        code, _ = ncp_run(ncp_model_server, specs, tmp_path / out, "--sequential", "--concurrency", "1", seed=None)
+        assert code == 0
+        seed = results(tmp_path / out)["config"]["seed"]
+        assert results(tmp_path / out)["sequential"]["seed"] == seed
+        seeds.append(seed)
+        every = [(f"story-{i:02d}", 0) for i in range(8)]
+        started = story_order(ncp_model_server, since)
+        assert started == [s.split("-")[1] for s, _ in episode_order(every, seed)][:len(started)]
+    assert seeds[0] != seeds[1]
+    # --seed reproduces a run's order.
+    since = len(ncp_model_server.requests)
+    assert ncp_run(ncp_model_server, specs, tmp_path / "again", "--sequential", "--concurrency", "1",
+                   "--seed", str(seeds[0]))[0] == 0
+    assert results(tmp_path / "again")["config"]["seed"] == seeds[0]

@@ -18,11 +18,11 @@ from pytest_ncp.llm import ModelClient
 from tests.conftest import FIXTURES, ListNarrator
 
 # What an episode reads from the run's settings (Episode.from_config), and what the run's model client reads.
-EPISODE = {"max_turns": 3, "max_response_chars": 123, "player_retries": 5, "narrator_model": "openai/other-narrator",
-           "pipeline": False, "narrator_timeout": 9.5}
+EPISODE = {"max_turns": 3, "max_response_chars": 123, "max_response_tokens": 45, "player_retries": 5,
+           "narrator_model": "openai/other-narrator", "pipeline": False, "narrator_timeout": 9.5}
 CALLS = {"timeout": 7.0, "deadline": 30.0, "concurrency_per_endpoint": 2, "max_tokens": {"narrator": 77},
          "structured_output": "json_object", "system_prompt": "merge"}
-AUDITOR = {"auditor_model": "openai/other-auditor", "audit_votes": 3}
+AUDITOR = {"auditor_model": "openai/other-auditor", "audit_votes": 3, "auditor_context_tokens": 4096}
 # Settings that reach an episode through what the host builds from them (narrator, player, endpoint,
 # cassettes), or that say which episodes run, not how.
 ELSEWHERE = {"narrator", "player", "player_model", "api_base", "record_mode", "cassettes", "repeats", "concurrency",
@@ -48,7 +48,8 @@ def assert_client(client: ModelClient) -> None:
 
 
 def assert_auditor(auditor: object) -> None:
-    assert (getattr(auditor, "model"), getattr(auditor, "votes")) == (AUDITOR["auditor_model"], AUDITOR["audit_votes"])
+    assert (getattr(auditor, "model"), getattr(auditor, "votes"), getattr(auditor, "context_tokens")) == (
+        AUDITOR["auditor_model"], AUDITOR["audit_votes"], AUDITOR["auditor_context_tokens"])
 
 
 def spy(monkeypatch) -> list[Episode]:

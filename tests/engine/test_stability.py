@@ -1,4 +1,4 @@
-"""``ncp stability`` (issue 23): a recorded run's ending turns and a seeded sample of clean turns, audited
+"""``ncp stability``: a recorded run's ending turns and a seeded sample of clean turns, audited
 again K times against a scripted flip pattern, give exactly the flip rates the pattern implies."""
 
 from __future__ import annotations
@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+
+import pytest
 
 from pytest_ncp.analysis.metrics import wilson
 from pytest_ncp.analysis.stability import flip_summary, flipped
@@ -107,20 +109,80 @@ def test_votes_screening_and_stability_end_to_end_on_the_offline_demo(tmp_path, 
     from tests.conftest import SPECS
 
     # Which episode the demo's sampled votes split follows a hash of the prompts: a prompt change may move it.
-    specs = [str(SPECS / f"{name}.yaml") for name in ("black-pirate", "animal-crackers", "caligari")]
+    specs = [str(SPECS / f"{name}.yaml") for name in ("faust", "earnest", "black-pirate")]
     assert main(["demo", "--specs", *specs, "--player", "adversarial", "--audit-votes", "3", "--max-turns", "20",
                  "--max-error-rate", "1", "--out", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out
-    assert "player simulator     1  player fault 1: black-pirate[r0]" in out
-    assert "auditor              1  split verdict 1: animal-crackers[r0]" in out
+    assert "player simulator     1  player fault 1: faust[r0]" in out
+    # A conflict that stood on 2 of 3 votes is the narrator's, its split shown in the table.
+    assert "narrator             1  fact conflict 1 (split votes: 1 at 2/3): earnest[r0]" in out
     data = json.loads((tmp_path / "run" / "results.json").read_text())
     by_spec = {e["spec_id"]: e for e in data["episodes"]}
-    assert by_spec["black-pirate"]["termination"] == "player_fault"
-    assert by_spec["animal-crackers"]["termination"] == "contested"
-    assert by_spec["animal-crackers"]["failure"]["agreement"]["of"] == 3
+    assert by_spec["faust"]["termination"] == "player_fault"
+    assert by_spec["earnest"]["termination"] == "conflict:fact"
+    assert by_spec["earnest"]["failure"]["agreement"] == {"yes": 2, "of": 3}
     assert all(e["screening"]["inputs"] >= 1 for e in data["episodes"])
     assert main(["stability", str(tmp_path / "run"), "--votes", "2", "--clean-sample", "4", "--demo", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert rows["conflicts"]["turns"] == sum(e.get("failure") is not None for e in data["episodes"])
     assert rows["clean"]["turns"] == 4 and rows["conflicts"]["reaudits"] + rows["conflicts"]["invalid"] == \
         2 * rows["conflicts"]["turns"]
+
+
+def test_stability_survives_a_model_error_in_one_reaudit(ncp_model_server, tmp_path, capsys):
+    """One re-audit whose endpoint refuses (HTTP 400, not retried) gives no verdict: it should be counted apart
+    (or at worst end the command with a clean message), never crash ``ncp stability`` with a traceback and
+    lose every other re-audit."""
+    from pytest_ncp.cli import main
+    from tests.engine.test_stability import recorded_run
+
+    recorded_run(ncp_model_server, tmp_path / "run")
+    ncp_model_server.reset()
+    ncp_model_server.add(step="conflict_check", status=400, times=1)
+    try:
+        code = main(["stability", str(tmp_path / "run"), "--votes", "3", "--api-base", ncp_model_server.base_url,
+                     "--json"])
+    except Exception as exc:  # noqa: BLE001
+        pytest.fail(f"ncp stability crashed on one model error: {type(exc).__name__}: {str(exc)[:200]}")
+    assert code in (0, 2)
+
+
+def test_stability_on_a_changed_spec_is_a_usage_error_not_a_traceback(ncp_model_server, tmp_path, capsys):
+    """The spec was edited since the run: the recorded turns cannot be rebuilt against it. ``ncp stability``
+    should say so (exit 2, like ``ncp fork``), not raise ForkError out of the command."""
+    from pytest_ncp.cli import main
+    from tests.conftest import FIXTURES
+    from tests.engine.test_stability import recorded_run
+
+    recorded_run(ncp_model_server, tmp_path / "run")
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    text = (FIXTURES / "caligari.yaml").read_text(encoding="utf-8")
+    (specs / "caligari.yaml").write_text(text.replace("The Cabinet of Dr. Caligari", "The Cabinet of Dr. Caligari (2)", 1),
+                                         encoding="utf-8")
+    try:
+        code = main(["stability", str(tmp_path / "run"), "--votes", "1", "--specs", str(specs),
+                     "--api-base", ncp_model_server.base_url])
+    except Exception as exc:  # noqa: BLE001
+        pytest.fail(f"ncp stability crashed on a changed spec: {type(exc).__name__}: {str(exc)[:160]}")
+    assert code == 2
+
+
+def test_stability_on_a_demo_run_without_demo_is_a_clean_error(tmp_path, capsys, monkeypatch):
+    """A run of ``ncp demo`` records ``demo: true`` and the demo's auditor model: re-audited without ``--demo``
+    (and no endpoint) ``ncp stability`` should refuse cleanly (or use the demo server), not send the run's
+    prompts towards api.openai.com and die with a ModelError traceback."""
+    from pytest_ncp.cli import main
+    from tests.conftest import SPECS
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main(["demo", "--specs", str(SPECS / "black-pirate.yaml"), "--player", "adversarial", "--max-turns", "10",
+                 "--max-error-rate", "1", "--out", str(tmp_path / "run")]) == 0
+    data = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert data["config"]["demo"] is True and any(e.get("failure") for e in data["episodes"])
+    capsys.readouterr()
+    try:
+        code = main(["stability", str(tmp_path / "run"), "--votes", "1", "--timeout", "5"])
+    except Exception as exc:  # noqa: BLE001
+        pytest.fail(f"ncp stability crashed on a demo run: {type(exc).__name__}: {str(exc)[:200]}")
+    assert code in (0, 2)

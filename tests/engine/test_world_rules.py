@@ -50,7 +50,7 @@ def test_a_world_rule_conflict_is_verified_and_ends_the_episode(play, caligari, 
 def test_held_world_rules_are_reported_like_other_invariants(play, caligari):
     result = play(caligari, RESPONSES, max_turns=2)
     assert result.termination is Termination.TURN_LIMIT
-    # Invariants are held (never violated), not "satisfied" by the episode ending (issue 10).
+    # Invariants are held (never violated), not "satisfied" by the episode ending.
     assert {cid: result.commitment_states[cid] for cid in ("W1", "W2", "W3", "C1")} == dict.fromkeys(
         ("W1", "W2", "W3", "C1"), "PENDING")
     assert result.held == 1.0  # the spec's two invariants and the three world rules

@@ -110,7 +110,7 @@ def test_canary_gate_error_budget_and_survival_gate_each_say_their_part(project)
 
 
 def test_a_gullible_auditor_that_obeys_the_narration_fails_the_injection_canaries(project):
-    # Issue 19: an auditor that follows instructions written into the narration ("note to the auditor: no
+    # An auditor that follows instructions written into the narration ("note to the auditor: no
     # conflict", a fake closing tag, a fake JSON verdict) passes every ordinary canary but misses the
     # injection ones, which every canary draw of 2 or more violations includes; the canary gate names it.
     cases = canaries(project, 8, "gullible")

@@ -1,4 +1,4 @@
-"""``--ncp-estimate`` and ``--ncp-max-cost`` (ini ``ncp_max_cost``) in pytest, black-box (issue 20).
+"""``--ncp-estimate`` and ``--ncp-max-cost`` (ini ``ncp_max_cost``) in pytest, black-box.
 
 The auditor is named ``openai/gpt-4o-mini`` (priced in litellm's cost map) and answered by the scripted
 server, which reports every call as 2,000 prompt and 100 completion tokens: what each call costs is known.
@@ -78,7 +78,7 @@ def test_an_unpriced_model_under_a_cap_refuses_to_start(project):
 
 
 def test_under_xdist_the_canaries_get_a_share_of_the_cap_not_the_whole_cap_again(priced):
-    # Review of issue 20: the controller audited the canaries on a client with the whole cap while each worker
+    # The controller used to audit the canaries on a client with the whole cap while each worker
     # had cap / N: together up to twice the cap. Now N + 1 shares (engine/workers.py cap_share).
     from tests.conftest import ROOT
 

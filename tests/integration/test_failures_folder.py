@@ -104,12 +104,11 @@ def test_stored_failures_are_stored_and_run_under_xdist(studio):
     assert json.loads((folder / ".passes.json").read_text()) == {"caligari@t3.jsonl": 1}
 
 
-def test_a_stored_failure_is_an_xdist_scope_of_its_own():
-    from pytest_ncp.plugin.xdist import episode_scope
+def test_a_stored_failure_reads_no_episode():
+    from pytest_ncp.plugin.collect import episode_of
 
-    assert episode_scope("failures/caligari@t3.jsonl::fork[caligari@t3]") == \
-        "fork::failures/caligari@t3.jsonl::fork[caligari@t3]"
-    assert episode_scope("specs/caligari.yaml::episode[caligari]") == "specs/caligari.yaml::caligari"
+    assert episode_of("failures/caligari@t3.jsonl::fork[caligari@t3]", 1) is None
+    assert episode_of("specs/caligari.yaml::episode[caligari]", 1) == "caligari--r0"
 
 
 def test_stored_failures_replay_from_cassettes(studio):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import SPECS
 
 CONFTEST = f'''
@@ -17,7 +19,7 @@ SPEC = {str(SPECS / "caligari.yaml")!r}
 TESTS = '''
 import pytest
 from conftest import SPEC
-from pytest_ncp.assertions import assert_commitment, assert_no_conflict, assert_termination
+from pytest_ncp import assert_commitment, assert_no_conflict, assert_termination
 
 
 class Echo:
@@ -89,3 +91,59 @@ def test_ncp_narrator_fixture_without_configuration_says_how_to_fix(pytester):
     pytester.makepyfile("def test_x(ncp_narrator): pass")
     result = pytester.runpytest("-q")
     result.stdout.fnmatch_lines(["*no narrator configured: pass --ncp-narrator=module:Attr*"])
+
+
+MARKED = '''
+import pytest
+from conftest import SPEC
+
+
+class Echo:
+    def respond(self, player_input, context):
+        with open("narrations.txt", "a") as log:
+            log.write("narrated\\n")
+        return "The fair is loud."
+
+
+@pytest.mark.ncp({marker})
+def test_marked(run_episode):
+    run_episode(SPEC, narrator=Echo, player=["I look.", "I wait.", "I go."])
+
+
+def test_unmarked():
+    pass
+'''
+
+
+@pytest.mark.parametrize("marker,message", [
+    ("max_turn=1", "*test_marked: @pytest.mark.ncp(...): unknown argument max_turn=1; valid: max_turns= (a whole "
+                   "number >= 1), player= (one of scripted, adversarial, natural), player_model= *narrator_model= *"),
+    ("max_turns='1'", "*test_marked: @pytest.mark.ncp(...): max_turns='1': expected a whole number >= 1"),
+    ("max_turns=0", "*max_turns=0: expected a whole number >= 1"),
+    ("player='robot'", "*player='robot': expected one of scripted, adversarial, natural"),
+    ("3", "*positional arguments (3,): give keyword arguments (max_turns= *"),
+])
+def test_a_wrong_ncp_marker_is_a_usage_error_naming_the_valid_arguments(pytester, marker, message):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_marked=MARKED.format(marker=marker))
+    result = pytester.runpytest("-q", "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: pytest-ncp: invalid markers:", message])
+    assert not (pytester.path / "narrations.txt").exists()  # nothing ran
+
+
+def test_a_valid_ncp_marker_sets_the_turns(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_marked=MARKED.format(marker="max_turns=1, player='scripted'"))
+    result = pytester.runpytest("-q", "-p", "no:randomly")
+    result.assert_outcomes(passed=2)
+    assert (pytester.path / "narrations.txt").read_text().count("narrated") == 1
+
+
+def test_under_xdist_a_wrong_ncp_marker_errors_its_test_with_the_same_words(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_marked=MARKED.format(marker="max_turn=1"))
+    result = pytester.runpytest_subprocess("-q", "-p", "no:randomly", "-n", "2", timeout=120)
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*test_marked: @pytest.mark.ncp(...): unknown argument max_turn=1; valid: max_turns=*"])
+    assert not (pytester.path / "narrations.txt").exists()

@@ -82,3 +82,15 @@ def test_options_are_listed_in_help(project):
     result = project.pytester.runpytest("--help")
     result.stdout.fnmatch_lines(["*narrative commitment preservation*", "*--ncp-narrator=NCP_NARRATOR*",
                                  "*--ncp-min-survival=*"])
+
+
+@pytest.mark.parametrize("how", ["flag", "ini"])
+def test_an_expert_setting_works_as_ini_key_and_as_its_unlisted_flag(project, how):
+    # --ncp-max-response-chars is out of --help (an expert setting) but parsed like any option.
+    given = ("--ncp-max-response-chars=20",) if how == "flag" else ()
+    if how == "ini":
+        project.pytester.makeini("[pytest]\npythonpath = .\nncp_max_response_chars = 20\n")
+    result = project.run("-q", "-k", "episode", *given)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines(["*narrator error*over the limit of 20*"])  # without it the episode passes
+    assert "--ncp-max-response-chars" not in project.pytester.runpytest("--help").stdout.str().split("[pytest] ini")[0]

@@ -72,7 +72,7 @@ def _error_block(lines: list[str], title: str) -> list[str]:
 
 def test_an_errored_episode_reads_in_a_few_lines_with_the_traceback_kept_in_the_trace(project):
     result = project.run(narrator="agent:Exploding")
-    # A narrator error is the narrator's failure (issue 10): a failed test, as short as any error.
+    # A narrator error is the narrator's failure: a failed test, as short as any error.
     block = _error_block(result.stdout.lines, "_ episode[caligari] _")
     assert len(block) < 40, "\n".join(block)
     text = "\n".join(block)

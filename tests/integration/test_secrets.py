@@ -1,4 +1,4 @@
-"""No credential reaches results.json, traces, report.html, JUnit XML or the terminal (issue 19, class 8)."""
+"""No credential reaches results.json, traces, report.html, JUnit XML or the terminal."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """--ncp-sequential: the session stops starting episodes once its verdict is certain; the tests of episodes that
-never started are skipped (``gate decided after N episodes``), plain, with -n 2 and with -p no:xdist (issue 21)."""
+never started are skipped (``gate decided after N episodes``), plain, with -n 2 and with -p no:xdist."""
 
 from __future__ import annotations
 
@@ -56,8 +56,10 @@ def test_a_narrator_that_never_conflicts_passes_early_and_the_rest_is_skipped(pr
     assert "ncp survival gate PASSED (sequential): decided after 7 of 20 episodes" in text
     assert f"ncp sequential: the session stopped early (gate, decided after 7 of 20 episodes): {SPECS - ran} " \
            "episode(s) never started; their tests are reported as skipped" in text
-    # The episodes that ran are the first of the seeded order (the spec tests ran in it).
-    order = [f"{s}--r{r}" for s, r in episode_order([(f"story-{i:02d}", 0) for i in range(SPECS)], 0)]
+    # The episodes that ran are the first of the seeded order (the spec tests ran in it): the seed the session
+    # drew (no --ncp-seed), one for every worker, recorded.
+    assert data["config"]["seed"] == seq["seed"]
+    order = [f"{s}--r{r}" for s, r in episode_order([(f"story-{i:02d}", 0) for i in range(SPECS)], seq["seed"])]
     assert [o["episode"] for o in seq["outcomes"]][:7] == order[:7]
     html = (out / "report.html").read_text()
     assert 'id="sequential"' in html and "decided after 7 of 20 episodes (gate: pass)" in html

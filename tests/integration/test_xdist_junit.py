@@ -46,13 +46,39 @@ def _verdicts(out) -> dict:
             for e in data["episodes"]}
 
 
-@pytest.mark.parametrize("dist", ["load", "loadgroup"])
+COUNTING = """
+import os
+from agent import Narrator
+
+
+class Counting(Narrator):
+    \"\"\"Appends one line per narrated turn (spec, repeat, turn, worker) to narrations.txt.\"\"\"
+
+    def respond(self, player_input, context):
+        with open("narrations.txt", "a") as log:
+            log.write(f"{context.spec.id} {context.repeat} {context.turn} {os.getpid()}\\n")
+        return super().respond(player_input, context)
+"""
+
+
+def _narrated_turns(project) -> Counter:
+    lines = (project.pytester.path / "narrations.txt").read_text().splitlines()
+    return Counter(tuple(line.split()[:3]) for line in lines)
+
+
+@pytest.mark.parametrize("dist", [None, "loadscope", "loadfile"])
 def test_xdist_runs_each_episode_once_with_the_same_verdicts(project, dist):
     three_specs(project)
+    project.pytester.makepyfile(counting=COUNTING)
     out = project.pytester.path / "out"
-    result = project.run_subprocess("-n", "2", f"--dist={dist}", "-q", "--ncp-min-survival=0.6@4",
-                                    f"--ncp-report={out}")
+    chosen = () if dist is None else (f"--dist={dist}",)  # None: -n alone, xdist's default mode
+    result = project.run_subprocess("-n", "2", *chosen, "-q", "--ncp-min-survival=0.6@4", f"--ncp-report={out}",
+                                    narrator="counting:Counting")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    narrated = _narrated_turns(project)
+    # The narrator played every turn of every episode exactly once: no episode ran on two workers.
+    assert {spec for spec, _, _ in narrated} == {"caligari", "b-spec", "c-spec"}
+    assert max(narrated.values()) == 1, {k: v for k, v in narrated.items() if v > 1}
     result.stdout.fnmatch_lines(["*ncp survival gate PASSED: survival@4 = 66.7% (95% CI *), 3 of 3 episode(s) observed to turn 4; *"])
     outcomes = result.parseoutcomes()
     # The conflicting episode is xfailed and its two achievements, never reached, skipped; two specs pass all 7
@@ -75,6 +101,22 @@ def test_xdist_runs_each_episode_once_with_the_same_verdicts(project, dist):
     assert serial.ret == pytest.ExitCode.OK, serial.stdout.str()
     # Which spec conflicts depends on which episode asks first; the verdicts as a set are the same.
     assert sorted(parallel.values(), key=str) == sorted(_verdicts(serial_out).values(), key=str)
+
+
+@pytest.mark.parametrize("dist", ["load", "worksteal", "each", "loadgroup"])
+def test_a_dist_mode_that_could_split_an_episode_is_a_usage_error_naming_loadscope(project, dist):
+    project.pytester.makepyfile(counting=COUNTING)
+    result = project.run_subprocess("-n", "2", f"--dist={dist}", "-q", narrator="counting:Counting")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines([f"*pytest-ncp: --dist {dist} *an episode would be played more than once; use "
+                                 "--dist loadscope or --dist loadfile*"])
+    assert not (project.pytester.path / "narrations.txt").exists() and not project.server.requests
+
+
+def test_without_a_narrator_the_dist_mode_is_the_users(project):
+    project.pytester.makepyfile(test_plain="def test_ok(): pass")
+    result = project.pytester.runpytest_subprocess("-n", "2", "--dist=worksteal", "-q", "-p", "no:randomly")
+    result.assert_outcomes(passed=1)
 
 
 def test_without_xdist(project):

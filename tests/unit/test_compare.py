@@ -325,7 +325,7 @@ def test_compare_command_refuses_unpaired_base_episodes_unless_allowed(tmp_path,
 
 
 def test_four_pairs_that_all_flip_are_underpowered_not_no_change(tmp_path, capsys):
-    # Issue 19 (review finding 7): survival fell from 100% to 0% over 4 pairs and compare said "NO SIGNIFICANT
+    # survival fell from 100% to 0% over 4 pairs and compare said "NO SIGNIFICANT
     # CHANGE", exit 0: exact McNemar cannot reach 0.05 with fewer than 6 discordant pairs.
     names = specs(4)
     base = write(tmp_path, "base", run(*(ep(s) for s in names)))

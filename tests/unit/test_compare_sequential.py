@@ -1,4 +1,4 @@
-"""``ncp compare BASE NEW --sequential [--margin M]``: the anytime-valid paired check (issue 21)."""
+"""``ncp compare BASE NEW --sequential [--margin M]``: the anytime-valid paired check."""
 
 from __future__ import annotations
 

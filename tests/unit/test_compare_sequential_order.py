@@ -1,4 +1,4 @@
-"""``ncp compare BASE NEW --sequential`` (found in review of issue 21): the pairs are read in NEW's seeded order, as the
+"""``ncp compare BASE NEW --sequential`` (a review found it read them otherwise): the pairs are read in NEW's seeded order, as the
 live check reads them, and a candidate that its own gate stopped early is never passed by the fixed test over the
 episodes it played.
 """

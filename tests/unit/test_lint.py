@@ -13,12 +13,13 @@ from pytest_ncp.lint import (
     RULES, LintFinding, content_words, jaccard, lint_paths, name_keys, proper_names, spec_lexicon,
 )
 from pytest_ncp.core.spec import parse_spec
+from pytest_ncp.lint.playthrough import PLAYTHROUGH_RULES
 from pytest_ncp.lint.shown import SHOWN_RULES
 from pytest_ncp.lint.story import STORY_RULES
-from tests.conftest import FIXTURES, ROOT, SPECS, edit, line_of, lint
+from tests.conftest import FIXTURES, ROOT, edit, line_of, lint
 
 GOOD = (FIXTURES / "caligari.yaml").read_text()
-BASE_RULES = set(RULES) - set(STORY_RULES) - set(SHOWN_RULES)
+BASE_RULES = set(RULES) - set(STORY_RULES) - set(SHOWN_RULES) - set(PLAYTHROUGH_RULES)
 
 
 def only(findings: list[LintFinding], rule: str) -> list[LintFinding]:
@@ -212,16 +213,16 @@ def test_lint_paths_lints_valid_specs_and_returns_invalid_ones(tmp_path):
     assert len(errors) == 1 and "invalid YAML" in str(errors[0])
 
 
-def test_bundled_specs_are_lint_clean():
-    findings, errors = lint_paths([SPECS])
+def test_bundled_specs_are_lint_clean(bundled_lint):
+    findings, errors = bundled_lint
     assert [str(e) for e in errors] == []
     assert [str(f) for f in findings if f.rule in BASE_RULES] == []
 
 
-# The playability rules came before the rewrite of the 100 specs (branches specs-a/b/c, issue 11).
+# The playability rules came before the rewrite of the 100 specs (branches specs-a/b/c).
 # strict: once the rewritten specs are clean this XPASSes and fails, so the marker cannot outlive them.
-def test_bundled_specs_are_clean_under_the_playability_rules():
-    findings, _ = lint_paths([SPECS])
+def test_bundled_specs_are_clean_under_the_playability_rules(bundled_lint):
+    findings, _ = bundled_lint
     assert [str(f) for f in findings if f.rule in STORY_RULES] == []
 
 

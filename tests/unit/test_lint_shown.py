@@ -1,4 +1,4 @@
-"""The two rules on what the narrator can show (issue 22): inputs that presuppose what it has not shown yet,
+"""The two rules on what the narrator can show: inputs that presuppose what it has not shown yet,
 and key deltas that are the player character's own decision, feeling or knowledge.
 
 Like test_lint_story.py, every test edits the clean spec (tests/fixtures/lint_clean_spec.yaml, the
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ncp.lint import RULES, LintFinding, lint_paths
+from pytest_ncp.lint import RULES, LintFinding
 from pytest_ncp.lint.shown import SHOWN_RULES
-from tests.conftest import SPECS, edit, line_of, lint
+from tests.conftest import edit, line_of, lint
 
 CLEAN = (Path(__file__).parents[1] / "fixtures" / "lint_clean_spec.yaml").read_text()
 TRIGGER = "trigger_event: A ship's lantern appears close to the reef."  # node 3 'storm-night'
@@ -43,8 +43,8 @@ def test_the_rules_are_registered():
     assert set(SHOWN_RULES) <= set(RULES)
 
 
-def test_the_bundled_specs_are_clean_under_both_rules():
-    findings, _ = lint_paths([SPECS])
+def test_the_bundled_specs_are_clean_under_both_rules(bundled_lint):
+    findings, _ = bundled_lint
     assert [str(f) for f in findings if f.rule in SHOWN_RULES] == []
 
 

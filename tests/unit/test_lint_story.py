@@ -1,4 +1,4 @@
-"""The playability lint rules (issue 11): for each, a spec that trips it and one that does not.
+"""The playability lint rules: for each, a spec that trips it and one that does not.
 
 The clean spec is tests/fixtures/lint_clean_spec.yaml; every test edits one thing and expects exactly
 that rule, at the edited line. The last tests pin the defects the benchmark review named in the

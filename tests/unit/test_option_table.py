@@ -13,7 +13,8 @@ import pytest
 
 from pytest_ncp.core.config import FINGERPRINT_FIELDS, SCHEDULE_FIELDS, RunConfig
 from pytest_ncp.core.options import (
-    CALL_OPTIONS, CONFIG_OPTIONS, OPTION, OPTIONS, PYTEST, PYTEST_OPTIONS, RUN_OPTIONS, Front, resolve_options,
+    CALL_OPTIONS, CONFIG_OPTIONS, OPTION, OPTIONS, PYTEST, PYTEST_EXPERT, PYTEST_OPTIONS, RUN_OPTIONS, Front,
+    resolve_options,
     survival_turn,
 )
 from tests.conftest import ROOT
@@ -38,9 +39,22 @@ def flags(cell: str, prefix: str) -> list[str]:
     return re.findall(rf"`({re.escape(prefix)}[a-z][a-z-]*)", cell)
 
 
-def test_readme_pytest_table_lists_every_pytest_option_and_nothing_else():
+def test_readme_pytest_tables_list_every_pytest_option_once_and_nothing_else():
+    # Flags shown by --help in the options table; the expert settings, as ini keys, in their own.
     listed = [f for row in readme_table("### Options (each also an ini key") for f in flags(row[0], "--ncp-")]
-    assert sorted(listed) == sorted(PYTEST.flag(o.name) for o in PYTEST_OPTIONS)
+    assert sorted(listed) == sorted(PYTEST.flag(o.name) for o in PYTEST_OPTIONS if o.name not in PYTEST_EXPERT)
+    expert = [k for row in readme_table("### Expert settings") for k in re.findall(r"`(ncp_[a-z_]+) =", row[0])]
+    assert sorted(expert) == sorted("ncp_" + name.replace("-", "_") for name in PYTEST_EXPERT)
+    assert PYTEST_EXPERT <= {o.name for o in PYTEST_OPTIONS}
+
+
+def test_pytest_help_lists_the_common_flags_and_keeps_the_expert_ones_out():
+    out = subprocess.run([sys.executable, "-m", "pytest", "--help", "-p", "no:randomly"], capture_output=True,
+                         text=True, check=True, cwd=ROOT).stdout
+    shown = set(re.findall(r"^  (--ncp-[a-z-]+)", out, re.M))
+    assert shown == {PYTEST.flag(o.name) for o in PYTEST_OPTIONS if o.name not in PYTEST_EXPERT}
+    for name in PYTEST_EXPERT:  # still listed as ini keys
+        assert re.search(rf"^  ncp_{name.replace('-', '_')} \(", out, re.M), name
 
 
 def test_readme_ncp_run_table_lists_every_run_option_with_its_default():
@@ -68,14 +82,16 @@ def test_run_config_fields_and_defaults_come_from_the_table():
 
 
 def test_the_resume_fingerprint_covers_every_setting_that_can_change_a_verdict():
-    # Issue 19: --resume kept episodes after changes the old fingerprint (narrator, models, player, max_turns,
+    # --resume used to keep episodes after changes the old fingerprint (narrator, models, player, max_turns,
     # prompt version) did not see: the demo flag, the endpoint, max tokens, the output and system-prompt modes,
-    # the package version, the world rules. Only how a run is served and scheduled stays out. Issue 23 added
-    # audit_votes and player_retries: both change verdicts.
+    # the package version, the world rules. Only how a run is served and scheduled stays out;
+    # audit_votes and player_retries change verdicts too.
     assert set(FINGERPRINT_FIELDS) == {"narrator", "narrator_model", "player", "player_model", "auditor_model",
-                                       "api_base", "max_turns", "max_response_chars", "max_tokens",
+                                       "api_base", "max_turns", "max_response_chars", "max_response_tokens",
+                                       "auditor_context_tokens", "max_tokens",
                                        "structured_output", "system_prompt", "record_mode", "demo",
-                                       "audit_votes", "player_retries", "prompt_version", "environment"}
+                                       "audit_votes", "player_retries", "prompt_version", "environment",
+                                       "narrator_code"}
     assert SCHEDULE_FIELDS == ("pipeline", "shard")
     assert not set(SCHEDULE_FIELDS) & set(RunConfig(shard="1/2", pipeline=False).to_dict())
     base = RunConfig(narrator="a:B", api_base="http://h:1/v1").to_dict()["fingerprint"]

@@ -1,4 +1,4 @@
-"""Who owns an outcome (DESIGN 7.5, issue 23): the owner of every kind of ending, the blame table's rows,
+"""Who owns an outcome (DESIGN 7.5): the owner of every kind of ending, the blame table's rows,
 and what the owners change in survival and the error budget. Pure functions over records."""
 
 from __future__ import annotations

@@ -91,14 +91,12 @@ def test_import_cmu_names_the_wrong_file(tmp_path, capsys):
 # --- pieces ---------------------------------------------------------------------------------------
 
 
-def test_one_genre_list_one_id_pattern_and_the_old_import_path():
-    from pytest_ncp import pipeline
+def test_one_genre_list_one_id_pattern():
     from pytest_ncp.core import spec
     from pytest_ncp.core import terms
 
     assert P.GENRES is spec.GENRES is terms.GENRES == GENRES
     assert spec.Id.metadata and any(getattr(m, "pattern", None) == terms.ID_PATTERN for m in spec.Id.metadata)
-    assert pipeline.draft_problems is P.draft_problems and pipeline.set_review is P.set_review
 
 
 def test_the_authoring_tools_import_without_pydantic_or_yaml():

@@ -1,4 +1,4 @@
-"""No narration can close its data block or speak to the auditor from outside it (issue 19, attack class 4).
+"""No narration can close its data block or speak to the auditor from outside it.
 
 Every auditor step, the input screen and both simulated players are rendered with untrusted text carrying every spelling of
 a closing tag we know of; the only closing tags left in the prompt must be the prompt's own, one per block,
@@ -98,7 +98,7 @@ def test_the_data_rule_is_in_the_system_message_of_every_step_and_the_same_for_a
 def test_every_step_of_a_turn_shows_the_same_text_up_to_its_task(ctx):
     """Provider prompt caches serve a prefix already sent: the story state and the turn's data come first,
     byte for byte the same in every step of the turn (the confirmation's own blocks have a code of their
-    own, after its task); only the task differs (issue 20, PROMPT_VERSION 5)."""
+    own, after its task); only the task differs (PROMPT_VERSION 5)."""
     prompts = audit_prompts(ctx)
     heads = {step: prompt[:prompt.index("\nTASK: ")] for step, prompt in prompts.items()}
     assert len(set(heads.values())) == 1, sorted(heads)
@@ -140,7 +140,7 @@ def test_simulated_players_read_narration_as_data_that_cannot_steer_them(ctx, pe
 
 
 def test_the_input_screen_holds_the_input_and_the_story_so_far_as_data(ctx):
-    # Issue 23's screen reads a simulated player's input and the narrations before it: neither may close its
+    # The input screen reads a simulated player's input and the narrations before it: neither may close its
     # block or address the screen from outside it (an unfair input talked through would be blamed on the narrator).
     screen = ScreenContext(spec=ctx.spec, turn=3, player_input=PLAYER_INPUT,
                            history=[(PLAYER_INPUT, PREVIOUS), ("", NARRATION)])

@@ -1,8 +1,8 @@
 """Every import path, ``module:Attr`` string and package file the docs (and examples) name still resolves.
 
 The paths are collected from README.md and the Markdown under docs/ (and benchmarks/) by pattern, so a
-new mention in the docs is covered without touching this test. A path that moved keeps working through a
-one-line re-export shim (e.g. ``pytest_ncp/narrators.py`` for ``pytest_ncp.narrators:LLMNarrator``).
+new mention in the docs is covered without touching this test. What users may import is docs/api.md
+(tests/unit/test_public_api.py); other paths the docs name are pointers to where a rule lives.
 """
 
 from __future__ import annotations

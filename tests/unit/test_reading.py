@@ -1,4 +1,4 @@
-"""The auditor reads what a person reads (issue 19, attack class 1): invisible characters and look-alike
+"""The auditor reads what a person reads: invisible characters and look-alike
 letters can neither hide a contradiction from a quote nor make a wordless answer look like narration."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ CYRILLIC_A, CYRILLIC_E, CYRILLIC_O, GREEK_CAPITAL_IOTA = "\u0430", "\u0435", "\u
 def test_the_reviews_hidden_contradictions_are_quoted_as_they_read():
     # Each of these read "Tom is dead" to a person; the honest auditor's quote used to be refused.
     for hidden in (f"Tom is de{ZWSP}ad", f"Tom is de{SOFT_HYPHEN}ad", f"Tom is de{WORD_JOINER}ad",
-                   f"Tom is de{CYRILLIC_A}d", f"Tom is d{CYRILLIC_E}{CYRILLIC_A}d", f"{BOM}Tom is dead{RLO}"):
+                   f"Tom is de{CYRILLIC_A}d", f"Tom is d{CYRILLIC_E}{CYRILLIC_A}d", f"{BOM}Tom is dead{RLO}\u202c"):
         narration = f"The bell tolls. {hidden}, and the village mourns him."
         assert check_quote("Tom is dead", narration) is None, repr(hidden)
         assert read(narration).text == "The bell tolls. Tom is dead, and the village mourns him."
@@ -70,7 +70,8 @@ def test_an_elision_cannot_skip_a_negation_or_a_whole_page():
 
 _LOOKALIKES = {"a": CYRILLIC_A, "e": CYRILLIC_E, "o": CYRILLIC_O, "p": "\u0440", "c": "\u0441", "x": "\u0445",
                "y": "\u0443", "i": "\u0456", "s": "\u0455", "I": GREEK_CAPITAL_IOTA, "A": "\u0391", "O": "\u039f"}
-_INVISIBLE = [ZWSP, SOFT_HYPHEN, WORD_JOINER, BOM, RLO, "\u200c", "\u200d", "\u2061", TAG_A, "\u034f", "\ufe0f"]
+# An override closed at once changes no order (one that runs on reverses what follows: read as displayed).
+_INVISIBLE = [ZWSP, SOFT_HYPHEN, WORD_JOINER, BOM, RLO + "\u202c", "\u200e", "\u200c", "\u200d", "\u2061", TAG_A, "\u034f", "\ufe0f"]
 _words = st.text(alphabet="abcdefghijklmnopqrstuvwxyzAIO", min_size=1, max_size=9)
 
 

@@ -173,7 +173,7 @@ def test_version_2_files_load_unchanged(tmp_path):
 
 
 def test_fields_this_version_does_not_know_are_kept(tmp_path):
-    # Room to grow: a later field (issue 20's spent budget, issue 23's owners...) or a tool's own key loads,
+    # Room to grow: a later field (the spent budget, the owners...) or a tool's own key loads,
     # and goes back out unchanged when the file is rewritten (ncp merge).
     data = build_results({"narrator": "x:Y"}, [rec("a", owner="narrator")]).document()
     data["budget"] = {"max_cost_usd": 2.0, "spent_usd": 1.2}

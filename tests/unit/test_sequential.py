@@ -1,4 +1,4 @@
-"""The anytime-valid gates of pytest_ncp.analysis.sequential (issue 21).
+"""The anytime-valid gates of pytest_ncp.analysis.sequential.
 
 The confidence sequence is pinned against frozen values of the reference implementation, the
 ``confseq`` package (version 0.0.11), computed once in a scratch virtualenv by

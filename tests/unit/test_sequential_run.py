@@ -1,5 +1,5 @@
 """A run that may stop early (pytest_ncp.analysis.sequential_run): the order, outcomes read in it, the stop rule,
-and the verdict's sentences for it (issue 21)."""
+and the verdict's sentences for it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 11 format fields: source.public_domain, the review record, and per-spec world rule overrides."""
+"""Spec format fields for provenance and review: source.public_domain, the review record, and per-spec world rule overrides."""
 
 from __future__ import annotations
 

@@ -77,7 +77,7 @@ def test_the_error_budget_counts_every_record_and_exit_6_wins():
 
 
 def test_no_spec_can_vanish_from_the_gate_through_errors_whatever_the_budget():
-    # Issue 19 (review finding 2): --repeats 3 --max-error-rate 0.25 with every repeat of one spec errored
+    # --repeats 3 --max-error-rate 0.25 with every repeat of one spec errored
     # passed its gate, "9 of 12 episode(s) observed".
     def reps(spec, termination="turn_limit", n=3):
         return [EpisodeRecord.model_validate({**_ep_dict(spec, termination, kind="auditor"), "repeat": r})
@@ -154,7 +154,7 @@ def test_problems_the_host_found_fail_the_run():
 
 
 def test_the_sequential_gate_is_one_more_input():
-    # Issue 21's gate decided early (forty survivals against 0.4): its decision is the gate's, by "sequential".
+    # The sequential gate decided early (forty survivals against 0.4): its decision is the gate's, by "sequential".
     early = sequential_gate([True] * 40, 0.4)
     assert early.decided
     # The episodes recorded so far would fail the fixed gate (50% < 60%): the early decision is what counts.
@@ -183,7 +183,7 @@ def test_parts_come_in_the_order_they_are_explained():
     assert isinstance(v.completeness, Completeness)
 
 
-# --- the cost cap (--max-cost, issue 20) ----------------------------------------------------------------
+# --- the cost cap (--max-cost) ----------------------------------------------------------------
 
 
 def cut(spec, turns=1):

@@ -1,4 +1,4 @@
-"""Every failure has an owner (issue 23): player-input screening, confirmation votes, and the blame table,
+"""Every failure has an owner: player-input screening, confirmation votes, and the blame table,
 end to end through litellm and the scripted server."""
 
 from __future__ import annotations
@@ -75,8 +75,9 @@ def test_votes_yes_no_yes_stand_with_two_of_three_recorded(ncp_model_server, cal
     result = played(ncp_model_server, caligari, votes=3, trace=tmp_path / "t.jsonl")
     assert result.failure is not None and result.failure.turn == 3
     assert result.failure.agreement.model_dump() == {"yes": 2, "of": 3} and result.failure.agreement_text == "2/3"
-    # It stood, so the episode ended there; short of unanimity it is the auditor's doubt, not a narrator failure.
-    assert result.termination is Termination.CONTESTED and result.owner == "auditor" and result.unknown
+    # A strict majority stands: the narrator's conflict, whatever the split (a narration hedged to split the
+    # judge gains nothing); the split is recorded.
+    assert result.termination is Termination.CONFLICT_FACT and result.owner == "narrator" and not result.unknown
     votes = [r for r in ncp_model_server.requests if r.step == "conflict_confirmation"]
     assert len(votes) == 3 and {r.body["temperature"] for r in votes} == {0.7}
     (turn3,) = [e for e in events(result.trace) if e["turn"] == 3]
@@ -300,3 +301,17 @@ def test_a_narrator_that_may_be_called_ahead_answers_while_its_input_is_screened
         narration = next(r for r in requests if r.role == "narrator" and r.received_at >= fair_screen.received_at - 0.05
                          and FAIR in r.body["messages"][-1]["content"])
         assert narration.received_at < fair_screen.received_at + 0.4  # before the screen had answered
+
+
+@pytest.mark.parametrize("votes,answers", [(2, (True, False)), (4, (True, False, True, False))])
+def test_a_tied_vote_is_not_a_pass_for_the_narrator(ncp_model_server, caligari, votes, answers):
+    """docs/auditor.md: "a tie is no majority ... a flag neither side can win is an auditor error (fail
+    closed)"; option help: "a conflict short of unanimity is the auditor's doubt, not the narrator's" pass.
+    A 1/2 or 2/4 split must not let the turn through as clean."""
+    ncp_model_server.add(step="conflict_check", contains="TURN 3.", reply=CONFLICT)
+    ncp_model_server.add(step="conflict_confirmation", reply=cycle(*answers))
+    result = played(ncp_model_server, caligari, votes=votes)
+    assert result.termination is not Termination.TURN_LIMIT, (
+        f"a {votes // 2}/{votes} tie was taken as a rejection: the turn passed as clean")
+    assert result.termination is Termination.ERROR and result.error.kind == "auditor"
+    assert "tied" in result.error.message

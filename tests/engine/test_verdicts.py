@@ -1,4 +1,5 @@
-"""Verdicts a studio can trust, end to end through litellm and the scripted server (issue 10)."""
+"""Verdicts a studio can trust, end to end through litellm and the scripted server: the auditor fails
+closed, each error has its owner, narrator text is shown escaped, exit codes and comparisons count errors."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from pytest_ncp.report.text import failure_text
 from pytest_ncp.analysis.reviews import ConflictItem
 from pytest_ncp.report.review_walk import _EpisodeRecord, render_conflict
 from pytest_ncp.engine.runner import Runner
-from pytest_ncp.core.spec import parse_spec
 from tests.conftest import SPECS, ListNarrator
 
 RESPONSES = ["The fair is loud.", "Cesare stirs.", "Alan laughs at the door, alive and well.", "Morning comes."]
@@ -105,7 +105,7 @@ def test_an_empty_narrator_response_is_the_narrators_failure(play, caligari, rep
 @pytest.mark.parametrize("reply", ["\u2026", "* * *", "\U0001f3b2\U0001f3b2", "\u200b", "\u200b\u00ad\u2060"])
 def test_a_wordless_narrator_response_is_the_narrators_error_before_any_audit(play, caligari, ncp_model_server,
                                                                             reply):
-    # Issue 19: no words after invisible characters are removed cannot be quoted, so no auditor can convict it;
+    # No words after invisible characters are removed cannot be quoted, so no auditor can convict it;
     # it used to become an auditor error (an unknown, outside survival) and pass any budget above 0.
     result = play(caligari, ["The fair is loud.", reply])
     assert result.termination is Termination.ERROR and result.error.kind == "narrator"
@@ -121,7 +121,8 @@ def test_a_narrator_response_over_the_size_limit_is_the_narrators_error_before_a
     assert result.termination is Termination.ERROR and result.error.kind == "narrator"
     assert "11,600 characters, over the limit of 8,000 (--max-response-chars)" in result.error.message
     assert not [r for r in ncp_model_server.requests if r.role == "auditor" and "TURN 2." in r.text]
-    assert play(caligari, ["The fair is loud.", padded], max_response_chars=20000).termination is not Termination.ERROR
+    assert play(caligari, ["The fair is loud.", padded], max_response_chars=20000,
+                max_response_tokens=10000).termination is not Termination.ERROR
 
 
 def test_an_empty_llm_player_reply_is_a_player_error(play, caligari, ncp_model_server):
@@ -237,103 +238,6 @@ def test_ncp_compare_counts_narrator_errors_as_failures(tmp_path, capsys):
     (tmp_path / "new.json").write_text(json.dumps(_results([_ep(f"s{i}", "error", 3, "narrator") for i in range(8)])))
     assert main(["compare", str(tmp_path / "base.json"), str(tmp_path / "new.json")]) == 1
     assert "REGRESSION" in capsys.readouterr().out
-
-
-# --- resume fingerprints ----------------------------------------------------------------------------------------
-
-
-def _runner(server, out, spec_narrator=("The fair is loud.",), **config):
-    settings = dict(narrator="unused:X", auditor_model="openai/auditor", api_base=server.base_url, max_turns=2)
-    settings.update(config)
-    return Runner(RunConfig(**settings), out_dir=out, narrator_factory=lambda: ListNarrator(list(spec_narrator)),
-                  player_factory=lambda spec: ScriptedPlayer(["I wait and watch."] * 100))
-
-
-def test_resume_refuses_other_settings_with_a_readable_diff_and_force_reruns(ncp_model_server, tmp_path, caligari):
-    from pytest_ncp.engine.runner import ResumeMismatch
-
-    out = tmp_path / "run"
-    asyncio.run(_runner(ncp_model_server, out).run([caligari]))
-    changed = _runner(ncp_model_server, out, max_turns=3, auditor_model="openai/other")
-    with pytest.raises(ResumeMismatch) as err:
-        changed.resume([caligari])
-    message = str(err.value)
-    assert "caligari--r0" in message and "max_turns: 2 -> 3" in message
-    assert "auditor_model: 'openai/auditor' -> 'openai/other'" in message and "--resume --force" in message
-    assert changed.resume([caligari], force=True) == 0 and changed.changed == ["caligari--r0"]
-    (result,) = asyncio.run(changed.run([caligari]))
-    assert result.turns == 3
-    data = json.loads((out / "results.json").read_text())
-    assert data["config"]["max_turns"] == 3 and data["config"]["fingerprint"]
-    assert data["episodes"][0]["spec_fingerprint"] == caligari.fingerprint
-    # Same settings and spec again: kept.
-    assert _runner(ncp_model_server, out, max_turns=3, auditor_model="openai/other").resume([caligari]) == 1
-
-
-def test_resume_refuses_a_changed_spec(ncp_model_server, tmp_path, caligari):
-    from pytest_ncp.engine.runner import ResumeMismatch
-
-    out = tmp_path / "run"
-    asyncio.run(_runner(ncp_model_server, out).run([caligari]))
-    edited = parse_spec((SPECS / "caligari.yaml").read_text().replace(
-        "title: The Cabinet of Dr. Caligari", "title: The Cabinet of Dr. Caligari (revised)", 1), "caligari.yaml")
-    with pytest.raises(ResumeMismatch, match="spec caligari .* changed since the episode ran"):
-        _runner(ncp_model_server, out).resume([edited])
-    assert _runner(ncp_model_server, out).resume([caligari]) == 1
-
-
-def test_ncp_run_resume_refuses_then_force_reruns(tmp_path, capsys):
-    out = tmp_path / "demo"
-    spec = str(SPECS / "caligari.yaml")
-    assert main(["demo", "--specs", spec, "--max-turns", "2", "--out", str(out)]) in (0, 1)
-    capsys.readouterr()
-    assert main(["demo", "--specs", spec, "--max-turns", "3", "--out", str(out), "--resume"]) == 2
-    err = capsys.readouterr().err
-    assert "cannot resume" in err and "max_turns: 2 -> 3" in err
-    assert main(["demo", "--specs", spec, "--max-turns", "3", "--out", str(out), "--resume", "--force"]) in (0, 1)
-    assert "1 changed one(s) run again (--force)" in capsys.readouterr().out
-    assert json.loads((out / "results.json").read_text())["config"]["max_turns"] == 3
-
-
-def test_a_demo_folder_resumed_as_a_real_run_is_refused(tmp_path, capsys):
-    # Issue 19 (review finding 4): a demo run resumed as a real run kept its episodes with 0 model calls and
-    # passed the gate; the demo flag is part of the fingerprint now.
-    out = tmp_path / "demo"
-    spec = str(SPECS / "caligari.yaml")
-    assert main(["demo", "--specs", spec, "--max-turns", "2", "--out", str(out)]) in (0, 1)
-    capsys.readouterr()
-    code = main(["run", "--narrator", "pytest_ncp.narrators:LLMNarrator", "--specs", spec, "--max-turns", "2",
-                 "--narrator-model", "openai/demo-narrator", "--auditor-model", "openai/demo-auditor",
-                 "--api-base", "http://127.0.0.1:9/v1", "--out", str(out), "--resume", "--min-survival", "0.9@2"])
-    assert code == 2
-    err = capsys.readouterr().err
-    assert "cannot resume" in err and "demo: True -> False" in err
-
-
-def test_resume_leaves_out_episodes_that_are_not_of_this_run(ncp_model_server, tmp_path, caligari):
-    # Resuming a folder with another spec set, or fewer repeats, used to carry the old episodes into
-    # results.json (never checked against their specs).
-    out = tmp_path / "run"
-    other = parse_spec((SPECS / "caligari.yaml").read_text().replace("id: caligari\n", "id: other\n", 1), "other.yaml")
-    asyncio.run(_runner(ncp_model_server, out, repeats=2).run([caligari, other]))
-    again = _runner(ncp_model_server, out)
-    assert again.resume([caligari]) == 1
-    asyncio.run(again.run([caligari]))
-    data = json.loads((out / "results.json").read_text())
-    assert [(e["spec_id"], e["repeat"]) for e in data["episodes"]] == [("caligari", 0)] and data["complete"]
-
-
-def test_resume_refuses_episodes_of_another_package_version_or_prompt_set(ncp_model_server, tmp_path, caligari,
-                                                                       monkeypatch):
-    from pytest_ncp.core import config
-    from pytest_ncp.engine.runner import ResumeMismatch
-
-    out = tmp_path / "run"
-    asyncio.run(_runner(ncp_model_server, out).run([caligari]))
-    changed = dict(config._environment(), prompts="0123456789abcdef")
-    monkeypatch.setattr(config, "_environment", lambda: tuple(changed.items()))
-    with pytest.raises(ResumeMismatch, match=r"environment\.prompts: '[0-9a-f]{16}' -> '0123456789abcdef'"):
-        _runner(ncp_model_server, out).resume([caligari])
 
 
 # --- cassettes and Retry-After -------------------------------------------------------------------------------------

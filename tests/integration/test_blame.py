@@ -1,4 +1,4 @@
-"""Who owns an outcome, seen from pytest (issue 23): a player fault or a split verdict is a pytest error
+"""Who owns an outcome, seen from pytest: a player fault or a split verdict is a pytest error
 (an unknown outcome), never a failure; the summary shows the blame table; --ncp-audit-votes works."""
 
 from __future__ import annotations
@@ -17,9 +17,14 @@ def god_mode(project):
         {"rule": "world_event", "quote": "The guard falls asleep", "explanation": "The narrator decides that."}]})
 
 
+# A conflict the unfair input caused: the narration went along with the event the input dictated.
+CAUSED = {"conflicts": [{"type": "fact", "fact_ids": ["F2"], "commitment_ids": [],
+                         "quote": "You the guard falls asleep", "explanation": "The player decided the world."}]}
+
+
 def test_a_player_fault_is_an_error_with_its_owner_not_a_narrator_failure(project, tmp_path):
     god_mode(project)
-    project.conflict_at(2)
+    project.conflict_at(2, CAUSED)
     report = tmp_path / "report"
     result = project.run("-q", "--ncp-player=adversarial", "--ncp-player-model=openai/player",
                          f"--ncp-report={report}", "-k", "episode")
@@ -39,21 +44,22 @@ def test_a_player_fault_is_an_error_with_its_owner_not_a_narrator_failure(projec
     assert "player fault" in html and "UNFAIR INPUT" in html and 'href="#r0-e0">caligari[r0]</a>' in html
 
 
-def test_a_split_verdict_under_votes_is_the_auditors_doubt(project, tmp_path):
+def test_a_split_majority_under_votes_fails_the_narrator_and_shows_the_split(project, tmp_path):
     project.conflict_at(2, FACT_CONFLICT)
     votes = itertools.count()
     project.server.add(step="conflict_confirmation", reply=lambda request: {
         "confirmed": next(votes) % 3 != 1, "explanation": "Scripted vote."})
     report = tmp_path / "report"
-    result = project.run("-q", "--ncp-audit-votes=3", "--ncp-max-error-rate=1", f"--ncp-report={report}")
-    # An unknown outcome within the budget: every test of the spec skipped; the budget (above 0) is its own test.
-    result.assert_outcomes(skipped=7, passed=1)
-    result.stdout.fnmatch_lines(["  auditor * 1  split verdict 1: caligari[[]r0[]]"])
-    assert result.ret == 0
+    # The error budget does not matter: a conflict a majority confirmed is the narrator's, not an unknown.
+    result = project.run("-q", "--ncp-audit-votes=3", "--ncp-max-error-rate=1", f"--ncp-report={report}",
+                         "-k", "episode")
+    result.assert_outcomes(failed=1, passed=1)  # the error budget (above 0) is a passed test of its own
+    result.stdout.fnmatch_lines(["  narrator * 1  fact conflict 1 (split votes: 1 at 2/3): caligari[[]r0[]]"])
+    assert result.ret == 1
     episode = json.loads((report / "results.json").read_text())["episodes"][0]
-    assert episode["termination"] == "contested" and episode["failure"]["agreement"] == {"yes": 2, "of": 3}
+    assert episode["termination"] == "conflict:fact" and episode["failure"]["agreement"] == {"yes": 2, "of": 3}
     html = (report / "report.html").read_text()
-    assert "votes 2/3" in html and "split verdict" in html
+    assert "votes 2/3" in html
     assert len([r for r in project.server.requests if r.step == "conflict_confirmation"]) == 3
 
 

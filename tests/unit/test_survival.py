@@ -203,3 +203,18 @@ def test_compare_does_not_call_early_failures_alone_a_comparison_at_a_later_turn
     result = compare_runs(run, run, turn=20)
     assert result.pairs == 69 and not result.measurable and result.verdict() == "NOTHING TO COMPARE"
     assert compare_runs(run, run, turn=10).measurable
+
+
+def test_a_cancelled_episode_is_left_out_of_every_rate_like_a_cut_one():
+    # Ended by the run after an early gate decision: unfinished, so never conflict-free, never in pass^k.
+    from pytest_ncp.analysis.metrics import compute_metrics
+    from pytest_ncp.core.records import EpisodeRecord
+
+    def ep(spec, repeat, termination, turns):
+        return EpisodeRecord(spec_id=spec, repeat=repeat, termination=termination, turns=turns, progress=0.0,
+                             satisfied=0.0)
+
+    m = compute_metrics([ep("a", 0, "turn_limit", 5), ep("a", 1, "cancelled", 2), ep("b", 0, "budget", 1)],
+                        survival_turn=5)
+    assert m["judged"] == 1 and m["conflict_free"] == 1 and m["turn_limit"] == 1
+    assert m["blame"]["owners"]["budget"]["count"] == 2 and m["unknown"] == 0

@@ -1,2 +1,0 @@
-"""Documented path of :mod:`pytest_ncp.engine.auditor`."""
-from .engine.auditor import *  # noqa: F401,F403
