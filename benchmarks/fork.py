@@ -62,7 +62,7 @@ def main() -> None:
 
         # One client throughout, warmed by the recording: its first audit calls choose the structured-output
         # mode one at a time (once per endpoint and model), a cost both checks would otherwise pay apart.
-        client = ModelClient(api_base=server.base_url)
+        client = ModelClient.from_config(RunConfig(api_base=server.base_url))
 
         def runner(repeats: int, where: Path) -> Runner:
             config = RunConfig(narrator="pytest_ncp.narrators:LLMNarrator", narrator_model="openai/narrator",
@@ -81,9 +81,11 @@ def main() -> None:
 
         state = EpisodeState.at(recorded.trace, args.turn)
         before, started = len(server.requests), time.perf_counter()
-        outcome = asyncio.run(fork(state, spec, narrator_factory=LLMNarrator, auditor=LLMAuditor(client, "openai/auditor"),
-                                   samples=args.samples, client=client, narrator_model="openai/narrator",
-                                   out_dir=out / "fork"))
+        settings = RunConfig(narrator_model="openai/narrator", auditor_model="openai/auditor",
+                             api_base=server.base_url)
+        outcome = asyncio.run(fork(state, spec, settings, narrator_factory=LLMNarrator,
+                                   auditor=LLMAuditor.from_config(settings, client), samples=args.samples,
+                                   client=client, out_dir=out / "fork"))
         fork_wall, fork_calls = time.perf_counter() - started, len(server.requests) - before
         assert outcome.rate == 1.0, outcome.lines()
 

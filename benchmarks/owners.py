@@ -56,7 +56,7 @@ def run(specs, out: Path, *, player: str, votes: int, turns: int) -> tuple[Count
         for r in server.requests:
             chars[r.step or r.role or "?"] += len(r.text)
         steps.update({f"chars:{k}": v for k, v in chars.items()})
-    records = [r.to_dict() for r in results]
+    records = [r.record for r in results]
     played = sum(len(r.transcript) for r in results)  # audited turns, the opening (turn 0) included
     asked = sum(1 for r in results for t in r.transcript if t.turn >= 1)  # turns with a player input
     flags = sum(r.flag_counts()["raised"] for r in results)

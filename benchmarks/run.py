@@ -181,7 +181,7 @@ def warm_per_turn(base: str, turns: int) -> float:
 
     config = RunConfig(narrator=NARRATOR, narrator_model="openai/narrator", auditor_model="openai/auditor",
                        api_base=base, max_turns=turns)
-    client = ModelClient(**config.client_options())
+    client = ModelClient.from_config(config)
     spec = load_spec(twins(1) / "twin-0.yaml")
     asyncio.run(Runner(RunConfig(**{**config.__dict__, "max_turns": 2}), client=client).run([spec]))  # warm up
     started = time.perf_counter()

@@ -58,7 +58,8 @@ def mcnemar_exact(b: int, c: int) -> float:
         return 1.0
     tail = sum(math.comb(n, k) for k in range(min(b, c) + 1))
     # Integer numerator over 2**n keeps the tail exact for any n; one division at the end.
-    return min(1.0, 2 * tail / 2 ** n)
+    p: float = min(1.0, 2 * tail / 2 ** n)
+    return p
 
 
 def bootstrap_diff_ci(deltas: Sequence[int], *, resamples: int = 2000, seed: int = 0,

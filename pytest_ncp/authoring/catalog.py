@@ -40,7 +40,7 @@ def _cell(text: object) -> str:
 
 def catalog_markdown(specs: Sequence[NarrativeSpec], base: str | Path | None = None) -> str:
     """The catalog page for ``specs``; ids link to their files relative to ``base`` when given."""
-    from ..core.spec import GENRES
+    from ..core.terms import GENRES
 
     specs = sorted(specs, key=lambda s: s.id)
     primary = Counter(s.genres[0] for s in specs)

@@ -177,7 +177,7 @@ def _normalise_prose(data: dict[str, Any]) -> dict[str, Any]:
 
 def draft_problems(text: str, path: str, request: DraftRequest) -> list[str]:
     """Everything wrong with a rendered draft that the model can fix: validation, lint, the player it must be."""
-    spec, problems = spec_problems(text, path)
+    spec, problems, _notices = spec_problems(text, path)
     problems = [p for p in problems if not any(f": {rule}: " in p for rule in AUTHOR_RULES)]
     if spec is not None:
         wanted = {p.casefold() for p in name_parts(request.character) or [request.character]}

@@ -74,7 +74,7 @@ def render_spec_yaml(data: Mapping[str, Any]) -> str:
             return text
     except (yaml.YAMLError, TypeError, AttributeError, KeyError):
         pass
-    return yaml.safe_dump(dict(data), sort_keys=False, allow_unicode=True, width=WIDTH)
+    return str(yaml.safe_dump(dict(data), sort_keys=False, allow_unicode=True, width=WIDTH))
 
 
 def _layout(data: Mapping[str, Any]) -> str:

@@ -84,9 +84,10 @@ def _content_end(node: Any) -> Any:
 
 def _line_end(text: str, mark: Any) -> int:
     """Offset just past the line holding ``mark`` (a mark at column 0 already starts the next line)."""
-    if mark.column == 0 and mark.index > 0:
-        return mark.index
-    nl = text.find("\n", mark.index)
+    index: int = mark.index
+    if mark.column == 0 and index > 0:
+        return index
+    nl = text.find("\n", index)
     return len(text) if nl < 0 else nl + 1
 
 
@@ -115,13 +116,15 @@ def outline(spec: NarrativeSpec) -> str:
     return "\n".join(lines)
 
 
-def spec_problems(text: str, path: str) -> tuple[NarrativeSpec | None, list[str]]:
-    """Validation problems, or (when the spec is valid) lint findings, as ``path:line: ...`` lines."""
+def spec_problems(text: str, path: str) -> tuple[NarrativeSpec | None, list[str], list[str]]:
+    """(spec, problems, notices) as ``path:line: ...`` lines: validation problems, or (when the spec is valid)
+    the lint findings that fail it; notices (work still to do, such as a missing playthrough) never block."""
     from ..lint import lint_spec
     from ..core.spec import SpecError, parse_spec
 
     try:
         spec = parse_spec(text, path)
     except SpecError as exc:
-        return None, [str(p) for p in exc.problems]
-    return spec, [str(f) for f in lint_spec(spec)]
+        return None, [str(p) for p in exc.problems], []
+    findings = lint_spec(spec)
+    return spec, [str(f) for f in findings if f.fails], [str(f) for f in findings if not f.fails]

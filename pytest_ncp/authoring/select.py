@@ -6,7 +6,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from ..core.files import atomic_write_text
 from ..core.terms import GENRES
@@ -35,7 +35,7 @@ def select_diverse(candidates: Sequence[Candidate], count: int) -> list[Candidat
     taken: Counter[tuple[str, str]] = Counter()
     picked: list[Candidate] = []
     while len(picked) < count and by_pair:
-        def score(pair: tuple[str, str]) -> tuple:
+        def score(pair: tuple[str, str]) -> tuple[Any, ...]:
             best = by_pair[pair][-1]
             return (sum(1 for g in pair if usage[g] == 0), -taken[pair], -(usage[pair[0]] + usage[pair[1]]),
                     best.plot_words, _negated_id(best.movie_id))
@@ -55,7 +55,7 @@ def _pair(c: Candidate) -> tuple[str, str]:
     return (a, b)
 
 
-def _negated_id(movie_id: str) -> tuple:
+def _negated_id(movie_id: str) -> tuple[int, int | tuple[int, ...]]:
     # Larger is better in select_diverse's max(): lower ids must compare larger.
     kind, value = _id_order(movie_id)
     return (-kind, -value) if isinstance(value, int) else (-kind, tuple(-ord(ch) for ch in value))

@@ -12,13 +12,16 @@ import asyncio
 import json
 import random
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..core.files import atomic_write_text
 from ..engine.auditor import Auditor, AuditorError, TurnAudit
 from ..llm import CostCapReached, ModelError, Usage, current_episode, current_usage, in_chain, scrub
 from .goldset import GoldCase
 from .scoring import gold_row
+
+if TYPE_CHECKING:
+    from ..analysis.verdict import CanaryResult
 
 CALIBRATION_FILE = "calibration.json"
 CALIBRATION_VERSION = 1
@@ -59,7 +62,7 @@ async def audit_case(auditor: Auditor, case: GoldCase, *, cassette: str) -> dict
     return {"case": case.id, "spec": case.spec.id, "tags": list(case.tags), "gold": gold_row(case), "pred": pred}
 
 
-def canaries_failed(exc: BaseException) -> Any:
+def canaries_failed(exc: BaseException) -> CanaryResult:
     """The verdict's view of canaries that raised ``exc`` instead of finishing (``analysis.verdict.CanaryResult``):
     a refusal of the cost cap anywhere in its chain is the budget's (exit 7), anything else puts the auditor in
     doubt."""

@@ -23,7 +23,7 @@ def export_gold(run_dir: str | Path, out_dir: str | Path) -> tuple[list[Path], l
     run = Path(run_dir)
     out = Path(out_dir)
     results = load_results(run)
-    labels: dict[tuple, list[dict[str, Any]]] = {}
+    labels: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for label in load_reviews(run)["labels"]:
         if label["label"] in ("agree", "dispute"):
             labels.setdefault(label_key(label), []).append(label)

@@ -52,7 +52,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ..engine.auditor import CONFLICT_TYPES, TurnContext
+from ..core.wire import CONFLICT_TYPES
+from ..engine.auditor import TurnContext
 from ..core.ledger import FactLedger
 from ..core.quotes import check_quote
 from ..prompts import shown
@@ -222,7 +223,7 @@ def _load_file(path: Path, spec_dir: Path, gold: GoldSet) -> None:
         return
     lines = _line_map(node)
 
-    def problem(loc: tuple, message: str) -> None:
+    def problem(loc: tuple[Any, ...], message: str) -> None:
         gold.problems.append(f"{path}:{_nearest_line(lines, loc) or 1}: {'.'.join(map(str, loc)) or '<root>'}: "
                              f"{message}")
 
@@ -498,7 +499,7 @@ def _label_problems(case: GoldCase) -> list[str]:
 
 def _check_set(gold: GoldSet) -> None:
     first: dict[str, str] = {}
-    keys: dict[tuple, str] = {}
+    keys: dict[tuple[Any, ...], str] = {}
     for case in gold.cases:
         if case.id in first:
             gold.problems.append(f"{case.where}: id: duplicate case id {case.id!r} (first at {first[case.id]})")

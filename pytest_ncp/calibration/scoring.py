@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import random
 import re
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 from ..analysis.metrics import wilson
 
@@ -30,6 +30,7 @@ CONFLICT_TYPES = ("fact", "commitment", "player_input")
 BOOTSTRAP = 2000
 # (tp, fp, fn, tn, invalid positives, invalid negatives) of one case for one row
 Counts = tuple[int, int, int, int, int, int]
+Scorer = TypeVar("Scorer", bound=Callable[[Mapping[str, Any]], "Counts | None"])
 
 
 def _binary(gold: bool, pred: bool | None) -> Counts:
@@ -73,8 +74,8 @@ def _eq(a: str, b: str) -> bool:
 ROWS: dict[str, tuple[str, bool, Callable[[Mapping[str, Any]], Counts | None]]] = {}
 
 
-def _row(name: str, step: str, *, binary: bool = True) -> Callable[[Callable[[Mapping[str, Any]], Counts | None]], Any]:
-    def register(fn: Callable[[Mapping[str, Any]], Counts | None]) -> Any:
+def _row(name: str, step: str, *, binary: bool = True) -> Callable[[Scorer], Scorer]:
+    def register(fn: Scorer) -> Scorer:
         ROWS[name] = (step, binary, fn)
         return fn
     return register

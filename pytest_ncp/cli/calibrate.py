@@ -16,12 +16,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from pathlib import Path
 
 from ..testing.calibration import MODES as SCRIPTED_MODES
 from .common import EXIT_FAILED, EXIT_OK, add_options, client_settings, usage, whole_number
 
+if TYPE_CHECKING:
+    from ..calibration.goldset import GoldCase
 
 
 def _rate(text: str) -> float:
@@ -218,6 +220,7 @@ def _reference_run(args: argparse.Namespace, cases: list[Any], model: str, api_b
 
     from ..calibration.playthrough import reference_lines, reference_rows, reference_summary
     from ..core.files import atomic_write_text
+    from ..core.config import RunConfig
     from ..engine.auditor import LLMAuditor
     from ..llm import ModelClient
 
@@ -225,7 +228,7 @@ def _reference_run(args: argparse.Namespace, cases: list[Any], model: str, api_b
         settings = client_settings(args)
     except ValueError as exc:
         return usage(str(exc), "ncp calibrate")
-    client = ModelClient(api_base=api_base, concurrency=args.concurrency, **settings)
+    client = ModelClient.from_config(RunConfig(**{**settings, "api_base": api_base, "concurrency": args.concurrency}))
     rows, late = asyncio.run(reference_rows(LLMAuditor(client, model), cases, concurrency=args.concurrency))
     summary = reference_summary(rows, late)
     for line in reference_lines(summary):
@@ -251,9 +254,9 @@ def _scripted(args: argparse.Namespace, gold: object) -> int:
         return cmd_calibrate(args)
 
 
-def run_calibration(cases: list, *, model: str, api_base: str | None = None, concurrency: int = 16,
+def run_calibration(cases: list[GoldCase], *, model: str, api_base: str | None = None, concurrency: int = 16,
                     record_mode: str | None = None, cassettes: str | None = None, gold_dir: str = "",
-                    client_settings: dict | None = None) -> dict:
+                    client_settings: dict[str, Any] | None = None) -> dict[str, Any]:
     """Audit every case with ``model`` and score it: the content of calibration.json.
 
     ``client_settings`` are the RunConfig fields of the model-call options (``common.client_settings``: timeout,

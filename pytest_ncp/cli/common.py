@@ -15,6 +15,8 @@ from ..core.options import (
 
 if TYPE_CHECKING:
     from ..core.config import RunConfig
+    from ..core.spec import NarrativeSpec, SpecError
+    from ..lint.core import LintFinding
 
 __all__ = [
     "EXIT_ERROR_BUDGET", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "add_options", "check_specs",
@@ -54,7 +56,8 @@ def resolve_args(args: argparse.Namespace) -> Resolved:
     as argparse's ``type`` would, but with every problem at once (ValueError lists them, one a line) and
     knowing which were given. Once per ``args``: a second call returns the first answer."""
     if getattr(args, "ncp_resolved", None) is not None:
-        return args.ncp_resolved
+        resolved: Resolved = args.ncp_resolved
+        return resolved
     command, declared = args.ncp_options
     front = Front(command)
     raw = {o.name: getattr(args, o.dest) for o in declared}
@@ -102,10 +105,11 @@ positive = whole_number(1)
 
 
 def error_rate(text: str) -> float:
-    return _argparse_type(share)(text)
+    rate: float = _argparse_type(share)(text)
+    return rate
 
 
-def load_specs_or_report(paths: Sequence[str]) -> tuple[list, list] | None:
+def load_specs_or_report(paths: Sequence[str]) -> tuple[list[NarrativeSpec], list[SpecError]] | None:
     """Load specs for a command; a path that does not exist is reported on stderr (None returned)."""
     from ..core.spec import SpecError, load_specs
 
@@ -116,7 +120,8 @@ def load_specs_or_report(paths: Sequence[str]) -> tuple[list, list] | None:
         return None
 
 
-def check_specs(paths: Sequence[str], *, lint: bool, quiet: bool = False) -> tuple[list, list, list] | None:
+def check_specs(paths: Sequence[str], *, lint: bool,
+                quiet: bool = False) -> tuple[list[NarrativeSpec], list[SpecError], list[LintFinding]] | None:
     """Load specs and print their problems (and, with ``lint``, their lint findings): validate and lint share it."""
     loaded = load_specs_or_report(paths)
     if loaded is None:
@@ -124,7 +129,7 @@ def check_specs(paths: Sequence[str], *, lint: bool, quiet: bool = False) -> tup
     specs, errors = loaded
     for err in errors:
         print(err)
-    findings: list = []
+    findings: list[LintFinding] = []
     if lint:
         from ..lint import lint_spec
 
@@ -145,7 +150,7 @@ def completeness_line(specs: Sequence[Any]) -> str | None:
             f"accepted); {played} with a playthrough")
 
 
-def summary(m: dict, turn: int) -> str:
+def summary(m: dict[str, Any], turn: int) -> str:
     rates = m["conflict_rates"]
     share = m.get("cached_share")
     cached = "" if share is None else f" ({share:.1%} of prompt tokens cached)"

@@ -18,6 +18,8 @@ from .common import EXIT_FAILED, EXIT_OK, add_options, call_config, check_specs,
 
 if TYPE_CHECKING:
     from ..core.config import RunConfig
+    from ..core.spec import NarrativeSpec
+    from ..lint.core import LintFinding
 
 
 def register(sub: Any) -> None:
@@ -75,7 +77,8 @@ def cmd_lint(args: argparse.Namespace) -> int:
     return EXIT_FAILED if failing or errors or failed else EXIT_OK
 
 
-def _llm_findings(args: argparse.Namespace, specs: list, config: RunConfig) -> tuple[list, list[str]]:
+def _llm_findings(args: argparse.Namespace, specs: list[NarrativeSpec],
+                  config: RunConfig) -> tuple[list[LintFinding], list[str]]:
     """Model-assisted findings for every spec, concurrently; a spec the model could not check is a problem."""
     import asyncio
     from pathlib import Path
@@ -85,13 +88,14 @@ def _llm_findings(args: argparse.Namespace, specs: list, config: RunConfig) -> t
 
     client = ModelClient.from_config(config)
 
-    async def one(spec) -> list:  # noqa: ANN001
-        return await llm_findings(spec, Path(spec.path).read_text(encoding="utf-8"), client, args.llm)
+    async def one(spec: NarrativeSpec) -> list[LintFinding]:
+        return await llm_findings(spec, Path(spec.path or "").read_text(encoding="utf-8"), client, args.llm)
 
-    async def every() -> list:
+    async def every() -> list[list[LintFinding] | BaseException]:
         return await asyncio.gather(*(one(s) for s in specs), return_exceptions=True)
 
-    found, failed = [], []
+    found: list[LintFinding] = []
+    failed: list[str] = []
     for spec, result in zip(specs, asyncio.run(every())):
         if isinstance(result, (LLMLintError, ModelError, OSError)):
             failed.append(str(result) if isinstance(result, LLMLintError) else f"{spec.path}: {result}")
@@ -102,7 +106,7 @@ def _llm_findings(args: argparse.Namespace, specs: list, config: RunConfig) -> t
     return sorted(found, key=lambda f: (f.path, f.line or 0, f.rule)), failed
 
 
-def rule_counts(findings: list, rules: dict | None = None) -> str:
+def rule_counts(findings: list[LintFinding], rules: dict[str, str] | None = None) -> str:
     """One line per rule (every rule, zero counts too, so before/after figures line up)."""
     from ..lint import RULES
 

@@ -218,12 +218,16 @@ def cmd_review(args: argparse.Namespace) -> int:
         text = path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return usage(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})", "ncp specs")
-    spec, findings = spec_problems(text, str(path))
+    spec, findings, notices = spec_problems(text, str(path))
     if spec is not None:
         print(outline(spec))
     print(f"{len(findings)} finding(s)" + (":" if findings else ""))
     for f in findings:
         print(f"  {f}")
+    if notices:
+        print(f"{len(notices)} notice(s) (not failures):")
+        for f in notices:
+            print(f"  {f}")
     if not args.approve:
         return EXIT_FAILED if findings else EXIT_OK
     if findings and not args.force:

@@ -14,9 +14,9 @@ from .options import (  # noqa: F401 - re-exported: the option values have alway
 )
 
 # The values options may take live with the option table; imported from here too.
-__all__ = ["DEFAULT_AUDITOR_MODEL", "DEFAULT_MAX_TOKENS", "FINGERPRINT_FIELDS", "OUTPUT_MODES", "PLAYER_KINDS",
+__all__ = ["DEFAULT_AUDITOR_MODEL", "DEFAULT_MAX_RESPONSE_CHARS", "DEFAULT_MAX_TOKENS", "FINGERPRINT_FIELDS", "OUTPUT_MODES", "PLAYER_KINDS",
            "RECORD_MODES", "ROLES", "SCHEDULE_FIELDS", "SYSTEM_PROMPT_MODES", "RunConfig", "Shard",
-           "config_fingerprint", "episode_key", "episode_name"]
+           "PROMPT_VERSION", "config_fingerprint", "episode_key", "episode_name"]
 
 # The audit prompts' version (pytest_ncp/prompts/*.j2): bump it whenever a template's meaning changes.
 PROMPT_VERSION = "ncp-prompts/6"  # 2: the trajectory step is told when the trigger already happened; 3: quotes

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Literal
+from typing import Any, Iterable, Iterator, Literal
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class LedgerChange:
     text: str
     quote: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"turn": self.turn, "op": self.op, "fact_id": self.fact_id, "text": self.text, "quote": self.quote}
 
 
@@ -135,7 +135,7 @@ class FactLedger:
 
     __hash__ = None  # type: ignore[assignment]
 
-    def to_list(self) -> list[dict]:
+    def to_list(self) -> list[dict[str, Any]]:
         """Every fact ever recorded with its state, for traces and reports."""
         return [
             {"id": f.id, "text": f.text, "added_turn": f.added_turn, "quote": f.quote,

@@ -216,9 +216,10 @@ def workers(raw: Any) -> int | str:
     if str(raw) == "auto":
         return "auto"
     try:
-        return whole(1)(raw)
+        number: int = whole(1)(raw)
     except ValueError:
         raise ValueError("expected a whole number >= 1, or auto") from None
+    return number
 
 
 # --- the table -----------------------------------------------------------------------------------

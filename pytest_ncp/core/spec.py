@@ -178,8 +178,8 @@ class NarrativeSpec(_Model):
 
     # Where the spec came from, for file:line in headlines and errors (not part of the format).
     _path: str | None = PrivateAttr(default=None)
-    _lines: dict = PrivateAttr(default_factory=dict)
-    _world: list | None = PrivateAttr(default=None)
+    _lines: dict[tuple[Any, ...], int] = PrivateAttr(default_factory=dict)
+    _world: list[Commitment] | None = PrivateAttr(default=None)
 
     @field_validator("genres")
     @classmethod
@@ -382,13 +382,13 @@ def spec_json_schema() -> dict[str, Any]:
 # --- checks pydantic cannot express ------------------------------------------------------------
 
 
-def _cross_checks(data: dict, path: str, lines: dict[tuple, int]) -> list[SpecProblem]:
+def _cross_checks(data: dict[str, Any], path: str, lines: dict[tuple[Any, ...], int]) -> list[SpecProblem]:
     problems: list[SpecProblem] = []
 
-    def add(loc: tuple, message: str) -> None:
+    def add(loc: tuple[Any, ...], message: str) -> None:
         problems.append(SpecProblem(path, _nearest_line(lines, loc), _field_name(loc), message))
 
-    def items(key: str) -> list[tuple[int, dict]]:
+    def items(key: str) -> list[tuple[int, dict[str, Any]]]:
         value = data.get(key)
         return [(i, v) for i, v in enumerate(value) if isinstance(v, dict)] if isinstance(value, list) else []
 
@@ -424,7 +424,7 @@ def _cross_checks(data: dict, path: str, lines: dict[tuple, int]) -> list[SpecPr
     return problems
 
 
-def _check_world_rules(data: dict, add: Any, commitments: list[tuple[int, dict]]) -> None:
+def _check_world_rules(data: dict[str, Any], add: Any, commitments: list[tuple[int, dict[str, Any]]]) -> None:
     defaults = {r.id for r in default_rules()}
     overrides = data.get("world_rules")
     if isinstance(overrides, dict):
@@ -540,7 +540,7 @@ def _playthrough_problems(spec: NarrativeSpec, path: str, lines: dict[tuple[str 
     return problems
 
 
-def _known(ids: set) -> str:
+def _known(ids: set[Any]) -> str:
     names = sorted(i for i in ids if isinstance(i, str))
     return ", ".join(names) if names else "none"
 
@@ -548,11 +548,11 @@ def _known(ids: set) -> str:
 # --- line numbers ------------------------------------------------------------------------------
 
 
-def _line_map(node: Any, prefix: tuple = ()) -> dict[tuple, int]:
+def _line_map(node: Any, prefix: tuple[Any, ...] = ()) -> dict[tuple[Any, ...], int]:
     """Map every field path (``("commitments", 2, "kind")``) to its 1-based line in the YAML text."""
     import yaml
 
-    lines: dict[tuple, int] = {}
+    lines: dict[tuple[Any, ...], int] = {}
     if node is None:
         return lines
     lines[prefix] = node.start_mark.line + 1
@@ -567,7 +567,7 @@ def _line_map(node: Any, prefix: tuple = ()) -> dict[tuple, int]:
     return lines
 
 
-def _nearest_line(lines: dict[tuple, int], loc: tuple) -> int | None:
+def _nearest_line(lines: dict[tuple[Any, ...], int], loc: tuple[Any, ...]) -> int | None:
     while True:
         if loc in lines:
             return lines[loc]
@@ -576,7 +576,7 @@ def _nearest_line(lines: dict[tuple, int], loc: tuple) -> int | None:
         loc = loc[:-1]
 
 
-def _field_name(loc: tuple) -> str:
+def _field_name(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
         if isinstance(part, int):
@@ -595,11 +595,11 @@ def _message(err: Mapping[str, Any]) -> str:
     if kind == "literal_error":
         expected = err.get("ctx", {}).get("expected", "")
         return f"got {err.get('input')!r}; expected one of {expected}"
-    return err.get("msg", "invalid value")
+    return str(err.get("msg", "invalid value"))
 
 
 def _dedupe(problems: list[SpecProblem]) -> list[SpecProblem]:
-    seen: set = set()
+    seen: set[tuple[int | None, str, str]] = set()
     out = []
     for p in problems:
         key = (p.line, p.field, p.message)

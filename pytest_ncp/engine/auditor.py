@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol, Sequence, cast
 
 from pydantic import ValidationError
 
@@ -37,7 +37,7 @@ from ..llm import Completion, ModelClient, ModelError
 from ..llm.structured import NoValidAnswer, ask_again, ask_json, strip_fences
 from ..prompts import PROMPT_VERSION, call_nonce, macro, render
 from ..core.quotes import check_quote, quote_in  # noqa: F401 - quote_in is part of this module's API
-from ..core.spec import NarrativeSpec
+from ..core.spec import Commitment, NarrativeSpec
 from ..core.wire import (  # noqa: F401 - the wire contract is part of this module's API, as it was
     ANSWER_MODELS, CONFLICT_TYPES, SCREEN_RULES, STEPS, WIRE_SCHEMAS, AddedFact, CommitmentCheck, CommitmentState,
     Confirmation, Conflict, ConflictCheck, ConflictType, FactUpdate, InputScreen, NegatedFact, SatisfiedCommitment,
@@ -196,11 +196,36 @@ class PromptTooLarge(Exception):
 class Auditor(Protocol):
     """What the episode needs from an auditor. ``LLMAuditor`` is the fixed protocol; tests may swap it.
 
-    Optional: ``confirm_success(ctx, claims)`` (a success is confirmed like a conflict) and
-    ``screen_input(ctx: ScreenContext) -> InputScreen`` (simulated players' inputs are screened); an auditor
-    without them is taken at its word, and does not screen."""
+    Optional: ``confirm_success`` (``ConfirmsSuccess``: a success is confirmed like a conflict) and
+    ``screen_input`` (``ScreensInput``: simulated players' inputs are screened); an auditor without them is
+    taken at its word, and does not screen."""
 
     async def audit(self, ctx: TurnContext) -> TurnAudit: ...
+
+
+class ConfirmsSuccess(Protocol):
+    """An auditor that confirms a success before it ends the episode: ``claims`` are the achievements the
+    turn completed, each with the evidence its satisfaction rests on."""
+
+    async def confirm_success(self, ctx: TurnContext, claims: Sequence[tuple[Commitment, str]]) -> Confirmation: ...
+
+
+class ScreensInput(Protocol):
+    """An auditor that screens a simulated player's input before the narrator sees it."""
+
+    async def screen_input(self, ctx: ScreenContext) -> InputScreen: ...
+
+
+# The optional hooks are looked up as attributes, not with a runtime protocol check: an auditor behind a proxy
+# (``__getattr__``) keeps its hooks.
+def success_confirmer(auditor: object) -> ConfirmsSuccess | None:
+    """``auditor`` when it confirms successes, else None."""
+    return cast(ConfirmsSuccess, auditor) if callable(getattr(auditor, "confirm_success", None)) else None
+
+
+def input_screener(auditor: object) -> ScreensInput | None:
+    """``auditor`` when it screens simulated players' inputs, else None."""
+    return cast(ScreensInput, auditor) if callable(getattr(auditor, "screen_input", None)) else None
 
 
 # --- the LLM auditor ----------------------------------------------------------------------------
@@ -394,9 +419,10 @@ class LLMAuditor:
         nonce = call_nonce(ctx.player_input, *(text for pair in ctx.history for text in pair))
         collect = TurnAudit(turn=ctx.turn)
         try:
-            return await self._ask(Step.INPUT_SCREEN, collect, ctx=ctx, spec=ctx.spec, player=ctx.spec.player,
-                                   turn=ctx.turn, history=list(ctx.history), player_input=ctx.player_input,
-                                   nonce=nonce)
+            screen: InputScreen = await self._ask(
+                Step.INPUT_SCREEN, collect, ctx=ctx, spec=ctx.spec, player=ctx.spec.player, turn=ctx.turn,
+                history=list(ctx.history), player_input=ctx.player_input, nonce=nonce)
+            return screen
         except AuditorError as exc:
             exc.audit = collect
             raise
@@ -425,17 +451,18 @@ class LLMAuditor:
         return {"id": c.id, "kind": c.kind, "text": c.text, "before": c.before, "after": c.after,
                 "state": ctx.commitment_states.get(c.id, "PENDING")}
 
-    async def confirm_success(self, ctx: TurnContext, claims: Sequence[tuple[Any, str]]) -> Confirmation:
+    async def confirm_success(self, ctx: TurnContext, claims: Sequence[tuple[Commitment, str]]) -> Confirmation:
         """Whether the response really completes the story: every achievement in ``claims`` (commitment,
         the evidence its satisfaction rests on) accomplished as the narration shows it. One call, like a
         conflict's confirmation; an invalid answer after the retries is an AuditorError, never a success."""
         audit = TurnAudit(turn=ctx.turn)
         base = self._variables(ctx)
         evidence = [e for _, e in claims]
-        return await self._ask(Step.SUCCESS_CONFIRMATION, audit, **base,
-                               evidence_nonce=call_nonce(ctx.previous_response, ctx.player_input, ctx.response,
-                                                         *evidence),
-                               claims=[{"id": c.id, "text": c.text, "evidence": e} for c, e in claims])
+        confirmation: Confirmation = await self._ask(
+            Step.SUCCESS_CONFIRMATION, audit, **base,
+            evidence_nonce=call_nonce(ctx.previous_response, ctx.player_input, ctx.response, *evidence),
+            claims=[{"id": c.id, "text": c.text, "evidence": e} for c, e in claims])
+        return confirmation
 
     async def _check_conflicts(self, audit: TurnAudit, base: dict[str, Any]) -> tuple[
             list[tuple[Conflict, str]], AuditorError | None]:

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .auditor import Auditor, AuditorError, PromptTooLarge, ScreenContext, TurnAudit, TurnContext
+from .auditor import (
+    Auditor, AuditorError, PromptTooLarge, ScreenContext, TurnAudit, TurnContext, input_screener, success_confirmer,
+)
 from ..core.config import DEFAULT_MAX_RESPONSE_CHARS, RunConfig, episode_key
 from ..core.options import DEFAULT_MAX_RESPONSE_TOKENS
 from ..core.options import default
@@ -176,7 +178,7 @@ class EpisodeResult:
     @classmethod
     def from_trace(cls, spec: NarrativeSpec, path: str | Path) -> EpisodeResult | None:
         """Rebuild a finished episode from its trace; None when the trace has no end (interrupted)."""
-        from .auditor import CommitmentCheck, Confirmation, Conflict, FactUpdate, TrajectoryUpdate
+        from ..core.wire import CommitmentCheck, Confirmation, Conflict, FactUpdate, TrajectoryUpdate
 
         trace = read_trace(path)
         if trace.end is None:
@@ -480,9 +482,10 @@ class Episode:
     def _screening(self) -> bool:
         """Whether this episode screens its player's inputs: a simulated (not scripted) player, an auditor
         that can; ``screen`` overrides."""
+        can = input_screener(self.auditor) is not None
         if self.screen is not None:
-            return self.screen and callable(getattr(self.auditor, "screen_input", None))
-        return not isinstance(self.player, ScriptedPlayer) and callable(getattr(self.auditor, "screen_input", None))
+            return self.screen and can
+        return not isinstance(self.player, ScriptedPlayer) and can
 
     async def _screened(self, view: PlayerView, said: str, narrate: Callable[[str], Any] | None = None
                         ) -> tuple[str, asyncio.Future[str] | None]:
@@ -492,7 +495,8 @@ class Episode:
 
         With ``narrate``, each attempt is narrated while it is screened; the narration of the input played is
         returned (a task), the others are cancelled (a narrator error there never happened to the episode)."""
-        screen = getattr(self.auditor, "screen_input")
+        screener = input_screener(self.auditor)
+        assert screener is not None, "only an auditor that screens is asked to (_screening)"
         history = tuple(view.history)[-SCREEN_WINDOW:]
         attempts: list[dict[str, Any]] = []
         calls = 0
@@ -500,7 +504,7 @@ class Episode:
             ctx = ScreenContext(spec=self.spec, turn=view.turn, player_input=said, history=history)
             narration = asyncio.ensure_future(narrate(said)) if narrate is not None else None
             try:
-                verdict = await self._guard("auditor", screen, ctx)
+                verdict = await self._guard("auditor", screener.screen_input, ctx)
             except BaseException as exc:
                 await _cancelled(narration)
                 if isinstance(exc, _EpisodeError):
@@ -682,15 +686,15 @@ class Episode:
         """A success ends the episode, so it is confirmed like a conflict (issue 19): a second auditor call
         reads the response and the achievements this turn completed. An auditor without ``confirm_success``
         (a custom one) is taken at its word."""
-        confirm = getattr(self.auditor, "confirm_success", None)
-        if not callable(confirm):
+        confirmer = success_confirmer(self.auditor)
+        if confirmer is None:
             return True
         done = [c for c in self.spec.achievements
                 if result.commitment_states[c.id] == "SATISFIED" and states_before.get(c.id) != "SATISFIED"]
         evidence = {s.commitment_id: s.evidence for s in (audit.commitments.satisfied if audit.commitments else [])}
         trajectory = audit.trajectory.evidence if audit.trajectory else ""
         claims = [(c, evidence.get(c.id) or trajectory) for c in done]
-        confirmation = await self._guard("auditor", confirm, ctx, claims)
+        confirmation = await self._guard("auditor", confirmer.confirm_success, ctx, claims)
         audit.success_confirmation = confirmation
         return bool(confirmation.confirmed)
 
@@ -761,7 +765,8 @@ class Episode:
         if not callable(opening):
             return None
         args = (self._context(0, history),) if accepts_argument(opening) else ()
-        return await self._hook(opening, "opening()", *args)
+        opened: str | None = await self._hook(opening, "opening()", *args)
+        return opened
 
     async def _guard(self, kind: ErrorKind, fn: Any, *args: Any) -> Any:
         """Run one part of a turn; classify what it raises by where it happened, never by its class.

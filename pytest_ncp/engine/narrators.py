@@ -123,7 +123,7 @@ def load_narrator(path: str) -> NarratorFactory:
         return lambda: target
     if callable(target):
         def build() -> Narrator:
-            narrator = target()
+            narrator: Narrator = target()
             if not callable(getattr(narrator, "respond", None)):
                 raise NarratorLoadError(f"{path}() returned {type(narrator).__name__}, which has no respond() method")
             return narrator

@@ -191,7 +191,7 @@ class ReplayNarrator:
             # The replay player feeds the recorded inputs, so this means the trace is inconsistent.
             raise RuntimeError(f"{self.recorded.trace}: turn {turn} input {player_input!r} differs from the "
                                f"recorded {said!r}")
-        return response
+        return str(response)
 
 
 class _RecordedPlayer(ReplayPlayer):

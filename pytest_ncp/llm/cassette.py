@@ -184,7 +184,7 @@ def _completion(entry: dict[str, Any], request: dict[str, Any]) -> Completion:
 def _dumper() -> Any:
     import yaml
 
-    class Dumper(yaml.SafeDumper):
+    class Dumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML publishes no types
         pass
 
     def text(dumper: Any, value: str) -> Any:

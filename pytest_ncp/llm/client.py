@@ -435,7 +435,7 @@ class ModelClient:
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.max_backoff)
-        base = min(self.backoff * 2 ** (attempt - 1), self.max_backoff)
+        base: float = min(self.backoff * 2 ** (attempt - 1), self.max_backoff)
         return base * (0.5 + random.random() / 2)
 
     async def model_call(self, request: dict[str, Any]) -> Completion:
@@ -446,7 +446,8 @@ class ModelClient:
 
                 self._lean_transport = LeanTransport(api_base=self.api_base, api_key=self.api_key,
                                                      timeout=self.timeout)
-            return await self._lean_transport(request, request_params(request))
+            completion: Completion = await self._lean_transport(request, request_params(request))
+            return completion
         return await self._litellm_call(request)
 
     async def _litellm_call(self, request: dict[str, Any]) -> Completion:

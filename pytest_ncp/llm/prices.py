@@ -88,13 +88,17 @@ def _cost_map() -> dict[str, Any]:
     import sys
     from pathlib import Path
 
+    costs: dict[str, Any]
     if "litellm" in sys.modules and hasattr(sys.modules["litellm"], "model_cost"):
-        return sys.modules["litellm"].model_cost
+        costs = sys.modules["litellm"].model_cost
+        return costs
     spec = importlib.util.find_spec("litellm")
     for folder in (spec.submodule_search_locations or []) if spec else []:
         path = Path(folder) / "model_prices_and_context_window_backup.json"
         if path.exists():
-            return json.loads(path.read_text(encoding="utf-8"))
+            costs = json.loads(path.read_text(encoding="utf-8"))
+            return costs
     from .litellm_path import import_litellm
 
-    return import_litellm().model_cost
+    costs = import_litellm().model_cost
+    return costs

@@ -31,7 +31,7 @@ class NarrativeFailure(AssertionError):
     """A narrator broke a commitment: the message is the whole failure text, headline first."""
 
 
-class EpisodeError(pytest.fail.Exception):  # type: ignore[name-defined]
+class EpisodeError(pytest.fail.Exception):  # type: ignore[name-defined,misc]  # pytest's Failed, by its public name
     """The episode could not be judged (an auditor, model or player error, a player fault, a contested conflict).
 
     Raised in ``setup``, so pytest reports an error, not a failure. It is pytest's own ``Failed``
@@ -46,7 +46,7 @@ class EpisodeError(pytest.fail.Exception):  # type: ignore[name-defined]
         super().__init__(message, pytrace=False)
 
 
-class SpecInvalid(pytest.fail.Exception):  # type: ignore[name-defined]
+class SpecInvalid(pytest.fail.Exception):  # type: ignore[name-defined,misc]  # pytest's Failed, by its public name
     """A spec file failed validation; the message lists path:line: field: message (no traceback)."""
 
     __module__ = "builtins"

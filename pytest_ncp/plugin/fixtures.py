@@ -11,8 +11,16 @@ from . import options
 from .options import SETTINGS_KEY
 
 if TYPE_CHECKING:
+    from syrupy.assertion import SnapshotAssertion
+
     from ..core.spec import NarrativeSpec
+    from ..engine.auditor import LLMAuditor
     from ..engine.episode import EpisodeResult
+    from ..engine.fork import EpisodeState, ForkOutcome
+    from ..engine.narrators import NarratorFactory
+    from ..engine.players import ScriptedPlayer
+    from ..llm import ModelClient
+    from ..testing import ScriptedModelServer
 
 
 @pytest.fixture
@@ -22,7 +30,7 @@ def ncp_settings(request: pytest.FixtureRequest) -> options.Settings:
 
 
 @pytest.fixture
-def ncp_model_server() -> Iterator[Any]:
+def ncp_model_server() -> Iterator[ScriptedModelServer]:
     """A scripted OpenAI-compatible server on 127.0.0.1 (``pytest_ncp.testing.ScriptedModelServer``)."""
     from ..testing import ScriptedModelServer
 
@@ -37,7 +45,8 @@ def ncp_api_base(ncp_settings: options.Settings) -> str | None:
 
 
 @pytest.fixture
-def ncp_client(request: pytest.FixtureRequest, ncp_api_base: str | None, ncp_settings: options.Settings) -> Iterator[Any]:
+def ncp_client(request: pytest.FixtureRequest, ncp_api_base: str | None,
+               ncp_settings: options.Settings) -> Iterator[ModelClient]:
     """The model client of hand-written tests; with ``--ncp-record-mode`` its calls go through cassettes
     kept per test (``<cassettes>/<test file>/<test name>/``)."""
     from ..llm import ModelClient
@@ -60,7 +69,7 @@ def ncp_client(request: pytest.FixtureRequest, ncp_api_base: str | None, ncp_set
 
 
 @pytest.fixture
-def ncp_narrator(ncp_settings: options.Settings) -> Callable[[], Any]:
+def ncp_narrator(ncp_settings: options.Settings) -> NarratorFactory:
     """Factory of the narrator under test (``--ncp-narrator``); override it to test another narrator."""
     if not ncp_settings.run.narrator:
         pytest.fail("no narrator configured: pass --ncp-narrator=module:Attr, set ini ncp_narrator, "
@@ -71,7 +80,7 @@ def ncp_narrator(ncp_settings: options.Settings) -> Callable[[], Any]:
 
 
 @pytest.fixture
-def ncp_auditor(ncp_client: Any, ncp_settings: options.Settings) -> Any:
+def ncp_auditor(ncp_client: ModelClient, ncp_settings: options.Settings) -> LLMAuditor:
     """The fixed LLM auditor with ``--ncp-auditor-model`` (and ``--ncp-audit-votes``)."""
     from ..engine.auditor import LLMAuditor
 
@@ -79,7 +88,7 @@ def ncp_auditor(ncp_client: Any, ncp_settings: options.Settings) -> Any:
 
 
 @pytest.fixture
-def scripted_player() -> Callable[[Sequence[str]], Any]:
+def scripted_player() -> Callable[[Sequence[str]], ScriptedPlayer]:
     """``scripted_player(["I open the door.", ...])`` -> a player that says these, in order."""
     from ..engine.players import ScriptedPlayer
 
@@ -98,12 +107,9 @@ def load_spec(request: pytest.FixtureRequest) -> Callable[[str | Path], Narrativ
     return load
 
 
-# The run settings ``@pytest.mark.ncp(...)`` may set for ``run_episode``.
-MARKER_FIELDS: tuple[str, ...] = ("max_turns", "player", "player_model", "narrator_model")
-
-
 @pytest.fixture
-def run_episode(request: pytest.FixtureRequest, ncp_settings: options.Settings, ncp_auditor: Any, ncp_client: Any,
+def run_episode(request: pytest.FixtureRequest, ncp_settings: options.Settings, ncp_auditor: LLMAuditor,
+                ncp_client: ModelClient,
                 load_spec: Callable[..., NarrativeSpec], tmp_path: Path) -> Callable[..., EpisodeResult]:
     """``run_episode(spec, narrator=..., player=..., max_turns=...)`` -> EpisodeResult.
 
@@ -121,9 +127,9 @@ def run_episode(request: pytest.FixtureRequest, ncp_settings: options.Settings, 
 
     marker = request.node.get_closest_marker(options.MARKER)
     marked: dict[str, Any] = dict(marker.kwargs) if marker else {}
-    # The marker's settings over the session's, as a new value: the stored settings stay as they are.
-    overrides: dict[str, Any] = {k: int(marked[k]) if k == "max_turns" else marked[k]
-                                 for k in MARKER_FIELDS if marked.get(k) is not None}
+    # The marker's settings (checked at collection: options.MARKER_ARGUMENTS, each a RunConfig field) over the
+    # session's, as a new value: the stored settings stay as they are.
+    overrides: dict[str, Any] = {k: v for k, v in marked.items() if k in options.MARKER_ARGUMENTS}
     config = replace(ncp_settings.run, **overrides)
     calls = itertools.count(1)
 
@@ -148,9 +154,35 @@ def run_episode(request: pytest.FixtureRequest, ncp_settings: options.Settings, 
     return run
 
 
+class ForkAt:
+    """What ``ncp_fork`` is: call it for the state before a turn of a recorded trace, ``sample`` to play it."""
+
+    def __init__(self, request: pytest.FixtureRequest, auditor: LLMAuditor, client: ModelClient,
+                 settings: options.Settings) -> None:
+        self._request, self._auditor, self._client, self._settings = request, auditor, client, settings
+
+    def __call__(self, trace_path: str | Path, turn: int) -> EpisodeState:
+        from ..engine.fork import EpisodeState
+
+        p = Path(trace_path)
+        return EpisodeState.at(p if p.is_absolute() or p.exists() else Path(self._request.config.rootpath) / p, turn)
+
+    def sample(self, state: EpisodeState, *, narrator: Any = None, samples: int = 3, continue_turns: int = 0,
+               spec: NarrativeSpec | None = None) -> ForkOutcome:
+        import asyncio
+
+        from ..engine.fork import fork
+
+        narrator = narrator if narrator is not None else self._request.getfixturevalue("ncp_narrator")
+        factory = narrator if isinstance(narrator, type) or not hasattr(narrator, "respond") else (lambda: narrator)
+        return asyncio.run(fork(state, spec or state.load_spec(), self._settings.run, narrator_factory=factory,
+                                auditor=self._auditor, samples=samples, continue_turns=continue_turns,
+                                client=self._client))
+
+
 @pytest.fixture
-def ncp_fork(request: pytest.FixtureRequest, ncp_auditor: Any, ncp_client: Any,
-             ncp_settings: options.Settings) -> Callable[..., Any]:
+def ncp_fork(request: pytest.FixtureRequest, ncp_auditor: LLMAuditor, ncp_client: ModelClient,
+             ncp_settings: options.Settings) -> ForkAt:
     """``ncp_fork(trace_path, turn)`` -> the ``EpisodeState`` just before ``turn`` of a recorded trace (or a
     stored failure of ``--ncp-failures``): ledger, node index and remembered trigger, commitment states,
     transcript and history, the player's input at ``turn``, spec fingerprint and prompt version.
@@ -160,27 +192,11 @@ def ncp_fork(request: pytest.FixtureRequest, ncp_auditor: Any, ncp_client: Any,
     client and returns a ``ForkOutcome`` (``.rate``, ``.conflicts``, ``.results``). A relative trace path is
     taken from the rootdir.
     """
-    import asyncio
-
-    from ..engine.fork import EpisodeState, fork
-
-    def at(trace_path: str | Path, turn: int) -> EpisodeState:
-        p = Path(trace_path)
-        return EpisodeState.at(p if p.is_absolute() or p.exists() else Path(request.config.rootpath) / p, turn)
-
-    def sample(state: EpisodeState, *, narrator: Any = None, samples: int = 3, continue_turns: int = 0,
-               spec: Any = None) -> Any:
-        narrator = narrator if narrator is not None else request.getfixturevalue("ncp_narrator")
-        factory = narrator if isinstance(narrator, type) or not hasattr(narrator, "respond") else (lambda: narrator)
-        return asyncio.run(fork(state, spec or state.load_spec(), ncp_settings.run, narrator_factory=factory,
-                                auditor=ncp_auditor, samples=samples, continue_turns=continue_turns, client=ncp_client))
-
-    at.sample = sample  # type: ignore[attr-defined]
-    return at
+    return ForkAt(request, ncp_auditor, ncp_client, ncp_settings)
 
 
 @pytest.fixture
-def ncp_snapshot(snapshot: Any) -> Any:
+def ncp_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
     """syrupy's ``snapshot`` with pytest-ncp's extension: stable, readable JSON of verdicts and episodes."""
     from .snapshot import NcpSnapshotExtension
 

@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..core.config import PROMPT_VERSION  # noqa: F401 - re-exported: where the prompts say their version
+from ..core.config import PROMPT_VERSION as PROMPT_VERSION  # re-exported: where the prompts say their version
 from ..core.reading import read
 
 HERE = Path(__file__).parent

@@ -8,18 +8,21 @@ HTML report renders the same rows (``rows``) with links to the episodes.
 from __future__ import annotations
 
 import html
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..analysis.owners import OWNER_LABELS, OWNERS, blame_table, kind_label
 from ..analysis.results import split_key
 from ..core.config import episode_name
 from ..core.safe_text import printable
 
+if TYPE_CHECKING:
+    from ..core.records import EpisodeRecord
+
 TITLE = "who owns each outcome (docs/auditor.md): only the narrator's count against survival"
 MAX_IDS = 10  # per row in the terminal; results.json and the HTML report list every one
 
 
-def rows(blame: Mapping[str, Any] | None, episodes: Any = None) -> list[dict[str, Any]]:
+def rows(blame: Mapping[str, Any] | None, episodes: Iterable[EpisodeRecord] | None = None) -> list[dict[str, Any]]:
     """``[{"owner", "label", "count", "kinds": "fact conflict 2, ...", "episodes": ["caligari[r0]", ...],
     "keys": [...]}]``, every owner in order. ``blame`` is results.json's ``metrics.blame``; when it is absent
     (an older file) it is computed from ``episodes``."""
@@ -45,7 +48,7 @@ def _name(key: str) -> str:
         return key
 
 
-def blame_lines(blame: Mapping[str, Any] | None, episodes: Any = None, *, max_ids: int | None = MAX_IDS) -> list[str]:
+def blame_lines(blame: Mapping[str, Any] | None, episodes: Iterable[EpisodeRecord] | None = None, *, max_ids: int | None = MAX_IDS) -> list[str]:
     """The table as aligned plain text: a title, one line per owner, the total."""
     table = rows(blame, episodes)
     width = max(len(r["label"]) for r in table)
@@ -60,7 +63,7 @@ def blame_lines(blame: Mapping[str, Any] | None, episodes: Any = None, *, max_id
     return [printable(line) for line in lines]
 
 
-def blame_markdown(blame: Mapping[str, Any] | None, episodes: Any = None, *, label: str = "") -> str:
+def blame_markdown(blame: Mapping[str, Any] | None, episodes: Iterable[EpisodeRecord] | None = None, *, label: str = "") -> str:
     """GitHub-flavoured Markdown: one table per run."""
     def md(text: str) -> str:
         return html.escape(text, quote=False).replace("|", "\\|").replace("\n", " ")

@@ -187,7 +187,7 @@ def walk(run_dir: str | Path, *, reviewer: str, relabel: bool = False, stdin: IO
     items = conflicts_of(results)
     summary = ReviewSummary(total=len(items), path=run_dir / REVIEWS_FILE)
 
-    def mine() -> dict[tuple, str]:
+    def mine() -> dict[tuple[Any, ...], str]:
         return {label_key(x): x["label"] for x in reviews["labels"] if x.get("reviewer") == reviewer}
 
     def say(text: str = "", end: str = "\n") -> None:

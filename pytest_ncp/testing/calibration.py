@@ -107,7 +107,7 @@ def install(server: Any, cases: Sequence[Any], answer: Callable[[Any], str] | st
             *, model: str | None = None) -> None:
     """Script ``server`` to audit ``cases``; other requests (episodes' turns) keep the server's defaults."""
     by_key = {c.key(): c for c in cases}
-    choose = (lambda c: answer) if isinstance(answer, str) else answer
+    choose: Callable[[Any], str] = (lambda c: answer) if isinstance(answer, str) else answer
 
     def reply_for(step: str) -> Callable[[RecordedRequest], Any]:
         def reply(request: RecordedRequest) -> Any:

@@ -188,9 +188,8 @@ def _message_text(body: Mapping[str, Any]) -> str:
 
 def _response_format_type(body: Mapping[str, Any]) -> str | None:
     response_format = body.get("response_format")
-    if isinstance(response_format, Mapping) and isinstance(response_format.get("type"), str):
-        return response_format["type"]
-    return None
+    kind = response_format.get("type") if isinstance(response_format, Mapping) else None
+    return kind if isinstance(kind, str) else None
 
 
 def _without_system(body: Mapping[str, Any]) -> dict[str, Any]:
