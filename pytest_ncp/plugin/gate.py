@@ -15,7 +15,7 @@ The same happens with or without xdist, whatever was selected; a verdict over a 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pytest
 
@@ -59,6 +59,27 @@ def selection(config: pytest.Config) -> str | None:
     return f"the verdict judged the episodes of the selected tests only ({', '.join(said)})"
 
 
+class _Crash:
+    def __init__(self, message: str):
+        self.message = message
+
+
+class GateFailure:
+    """A gate item's failure: the verdict's lines, the first of them as the short summary's message (pytest takes
+    it from ``reprcrash``), written as they are, with no traceback."""
+
+    def __init__(self, lines: list[str]):
+        self.lines = lines
+        self.reprcrash = _Crash(lines[0])
+
+    def toterminal(self, tw: Any) -> None:
+        for line in self.lines:
+            tw.line(line)
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines)
+
+
 def report_items(config: pytest.Config, ncp: NcpSession) -> int:
     """Write the verdict's items into the report stream (once); how many were written."""
     from ..report.verdict import PART_KINDS, part_lines
@@ -84,7 +105,8 @@ def report_items(config: pytest.Config, ncp: NcpSession) -> int:
         for when in ("setup", "call", "teardown"):
             outcome: Literal["passed", "failed"] = "failed" if failed and when == "call" else "passed"
             report = pytest.TestReport(nodeid, location, {"ncp": 1}, outcome,
-                                       "\n".join(lines) if outcome == "failed" else None, when,
+                                       # pytest's own TerminalRepr is private; this one has what reporters read
+                                       cast(Any, GateFailure(lines)) if outcome == "failed" else None, when,
                                        user_properties=properties if when == "call" else [])
             hook.pytest_runtest_logreport(report=report)
         hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
