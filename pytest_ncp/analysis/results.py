@@ -391,6 +391,34 @@ class VerdictRecord(_Record):
     checks: list[VerdictCheck] = Field(description="Every check, in the order the verdict explains them.")
     selection: str | None = Field(default=None, description="Set when the verdict judged a selection of a "
                                                             "session's tests (-k, -m, --lf, --deselect).")
+class Provenance(_Record):
+    """Where and from what the run came: the git commit of the working directory it started in, its branch, and
+    fingerprints that say which runs may share one line of a history (docs/history.md). Git fields are null
+    outside a git repository, and ``git`` says why."""
+
+    commit: str | None = Field(default=None, description="Full hash of the commit checked out in the working "
+                                                         "directory the run started in; null outside git.")
+    branch: str | None = Field(default=None, description="The branch: `--branch`, else the pull request's head "
+                                                         "branch (GITHUB_HEAD_REF), the CI's ref name "
+                                                         "(GITHUB_REF_NAME), or git's current branch; null when "
+                                                         "detached with no CI variable.")
+    base_branch: str | None = Field(default=None, description="On a pull request, the branch it merges into "
+                                                              "(GITHUB_BASE_REF, or `--base-branch`).")
+    dirty: bool | None = Field(default=None, description="True when tracked files had uncommitted changes; null "
+                                                         "outside git.")
+    git: str | None = Field(default=None, description="Why the git fields are null (not a git repository, git "
+                                                      "not installed); null when they were read.")
+    started: str = Field(description="When the run started, ISO 8601 in UTC.")
+    config_fingerprint: str = Field(description="Hash of the settings an outcome depends on, less the endpoint "
+                                                "URL (host-independent: the same on a laptop and in CI).")
+    narrator: str | None = Field(default=None, description="The narrator under test, `module:Attr`.")
+    models: Models = Field(default_factory=Models, description="The model of each role.")
+    spec_set: str = Field(description="Hash of the ids and fingerprints of every spec the run was given "
+                                      "(shards included, not only their slice).")
+    specs: int = Field(ge=0, description="Number of those specs.")
+    pytest_ncp: str = Field(description="Version of pytest-ncp that ran.")
+    ci_run: str | None = Field(default=None, description="The CI run (GITHUB_RUN_ID.GITHUB_RUN_ATTEMPT) shards of "
+                                                         "one run share; null outside CI.")
 
 
 class RunResults(_Record):
@@ -420,6 +448,9 @@ class RunResults(_Record):
     verdict: VerdictRecord | None = Field(default=None, description="The run's verdict, once the run has ended "
                                                                     "(absent while it runs and in files of older "
                                                                     "versions).")
+    provenance: Provenance | None = Field(default=None, description="Git commit, branch and fingerprints of the "
+                                                                    "run (`ncp history`); null in files written "
+                                                                    "before it was recorded.")
 
     @model_validator(mode="after")
     def _consistent(self) -> RunResults:
@@ -601,7 +632,8 @@ def build_results(config: Mapping[str, Any], episodes: Iterable[EpisodeRecord], 
                   expected: Iterable[str] | None = None, stopped: Stopped | None = None,
                   shard: Mapping[str, int] | None = None, canaries: Mapping[str, Any] | None = None,
                   merge: Mapping[str, Any] | None = None, sequential: Mapping[str, Any] | None = None,
-                  verdict: Mapping[str, Any] | None = None) -> RunResults:
+                  verdict: Mapping[str, Any] | None = None, provenance: Mapping[str, Any] | None = None
+                  ) -> RunResults:
     """The results of a run from its episode records (``EpisodeResult.record``).
 
     ``expected`` are the episode keys the run set out to finish (default: the episodes given).
@@ -638,6 +670,8 @@ def build_results(config: Mapping[str, Any], episodes: Iterable[EpisodeRecord], 
         data["sequential"] = dict(sequential)
     if verdict is not None:
         data["verdict"] = dict(verdict)
+    if provenance is not None:
+        data["provenance"] = dict(provenance)
     try:
         return RunResults.model_validate(data)
     except ValidationError as exc:
@@ -667,7 +701,7 @@ def results_json_schema() -> dict[str, Any]:
 
 __all__ = ["RESULTS_FILE", "RESULTS_VERSION", "SUPPORTED_VERSIONS", "Agreement", "Blame", "BlameRow", "Canaries",
            "CanaryCase", "EpisodeRecord", "ErrorRecord", "Failure", "FlagCounts", "ForkOrigin", "MergeRecord",
-           "MergedSequentialRecord", "Metrics", "Models", "NodeReached", "PairedRecord", "PlayerFault",
+           "MergedSequentialRecord", "Metrics", "Models", "NodeReached", "PairedRecord", "PlayerFault", "Provenance",
            "RunConfigRecord", "RunResults", "ScreenProblem", "Screening", "SequentialGateRecord", "SequentialOutcome",
            "SequentialRecord", "ShardRecord", "SpeculativeUsage", "Stopped", "SurvivalPoint", "VerdictCheck",
            "VerdictRecord",

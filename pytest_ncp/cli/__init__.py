@@ -24,7 +24,7 @@ from .common import EXIT_INTERRUPTED, EXIT_USAGE
 # command functions, so ``ncp --help`` is quick.
 COMMAND_MODULES: tuple[str, ...] = ("validate", "schema", "run", "demo", "lint", "catalog", "report", "specs",
                                     "compare", "reaudit", "stability", "review", "merge", "doctor", "calibrate",
-                                    "fork", "failures")
+                                    "fork", "failures", "history")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

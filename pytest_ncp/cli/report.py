@@ -22,8 +22,17 @@ def register(sub: Any) -> None:
         "report", help="tables of one or more runs (terminal, --markdown, --json) and an --html report",
         description="Print the NCP-Bench tables of one or more results.json files (or run folders), one row "
                     "per run; optionally write a self-contained HTML report with every episode, turn by turn.")
-    p.add_argument("results", nargs="+", metavar="RESULTS",
-                   help="results.json files, or the run folders holding them")
+    p.add_argument("results", nargs="*", metavar="RESULTS",
+                   help="results.json files, or the run folders holding them (none with --history)")
+    p.add_argument("--history", metavar="DB", help="report from a history database (docs/history.md): --html writes "
+                                                   "the history page, --markdown the pull-request summary")
+    p.add_argument("--run", metavar="REF", default="latest",
+                   help="with --history --markdown: the run to summarise (a run id or commit prefix)")
+    p.add_argument("--base", metavar="BRANCH", help="with --history --markdown: the branch to compare with (default: "
+                                                    "the run's base branch, GITHUB_BASE_REF, else main)")
+    p.add_argument("--report-url", metavar="URL", help="with --history: where each run's report is, with {run_id}, "
+                                                       "{commit}, {branch} and {ci_run_id} filled in (e.g. a CI artifact's URL); "
+                                                       "default: the report.html in the folder it was added from")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--markdown", action="store_true", help="GitHub-flavoured Markdown (for $GITHUB_STEP_SUMMARY)")
     fmt.add_argument("--json", action="store_true", help="the computed rows as JSON (for dashboards)")
@@ -38,6 +47,11 @@ def register(sub: Any) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    if args.history:
+        return _history_report(args)
+    if not args.results:
+        print("ncp report: error: give RESULTS (results.json files or run folders), or --history DB", file=sys.stderr)
+        return EXIT_USAGE
     from ..report.runs import load_runs
     from ..report.tables import render_json, render_markdown, render_terminal, run_rows
     from ..core.traces import RunFileError
@@ -85,4 +99,46 @@ def cmd_report(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         # stderr: stdout may be JSON or Markdown being piped somewhere.
         print(f"html report: {out}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _history_report(args: argparse.Namespace) -> int:
+    """``--history DB``: the history page (--html) and the pull-request summary (--markdown)."""
+    from ..analysis.history import HistoryError, find_run, list_runs, open_history, pull_request_diff, rebuild
+    from ..report.history import episode_anchors, pull_request_markdown, render_history_html, report_link
+
+    if args.results or args.json or not (args.html or args.markdown):
+        print("ncp report: error: --history takes no RESULTS and writes --html FILE, --markdown or both",
+              file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        conn = open_history(args.history, create=False)
+    except HistoryError as exc:
+        print(f"ncp report: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        if args.markdown:
+            run = find_run(conn, args.run)
+            base = args.base or run.base_branch or "main"
+            diff = pull_request_diff(conn, run, base_branch=base)
+            sys.stdout.write(pull_request_markdown(run, diff, base_branch=base,
+                                                   anchors=episode_anchors(rebuild(conn, run.run_id)),
+                                                   report_url=args.report_url))
+        if args.html:
+            out = Path(args.html)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            title = args.title if args.title != "NCP-Bench report" else "NCP-Bench history"
+            page = render_history_html(list_runs(conn), title=title,
+                                       link=lambda r: report_link(r, args.report_url,
+                                                                  relative_to=out.resolve().parent))
+            out.write_text(page, encoding="utf-8")
+            print(f"html history: {out}", file=sys.stderr)
+    except HistoryError as exc:
+        print(f"ncp report: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"ncp report: error: cannot write {args.html}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        conn.close()
     return EXIT_OK

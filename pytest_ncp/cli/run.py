@@ -62,7 +62,7 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     if not specs:
         return usage(f"no valid spec found in {' '.join(args.specs)}")
     if args.estimate:
-        return _estimate(config, specs, canary_cases, sequential=bool(args.sequential))
+        return _estimate(config, specs, canary_cases, sequential=bool(args.sequential), history=args.history)
     try:
         runner = Runner(config, out_dir=Path(args.out) if args.out else None, sequential=_plan(gate, config, args))
     except (NarratorLoadError, ValueError) as exc:
@@ -77,6 +77,9 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
 
         print(preflight_message(broken), file=sys.stderr)
         return EXIT_ERROR_BUDGET
+    from ..engine.provenance import collect_provenance
+
+    runner.provenance = collect_provenance(config.to_dict(), specs, branch=args.branch)
     assert runner.client is not None
     display = ProgressDisplay(runner.progress, runner.client.usage)
     runner.on_episode = lambda result: display.episode_done(result.record)
@@ -86,8 +89,30 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     for problem in problems:
         print(f"ncp: error: {problem}", file=sys.stderr)
     entries = _report(runner, jobs, canaries, args)
+    if args.history and not _record(runner, args):
+        problems.append(f"the run could not be recorded in --history {args.history}")
     return _verdict(entries, runner.expected, gate, canaries, [*map(str, errors), *problems], args, runner.monitor,
                     runner=runner)
+
+
+def _record(runner: Any, args: argparse.Namespace) -> bool:
+    """``--history DB``: record the finished run (its results.json when written, else the results in memory)."""
+    from ..analysis.history import HistoryError, add_run, open_history
+    from ..analysis.results import load_results
+    from ..core.traces import RunFileError
+
+    try:
+        results = load_results(args.out) if args.out else runner.results_now()
+        conn = open_history(args.history)
+        try:
+            added = add_run(conn, results, Path(args.out).resolve() if args.out else None)
+        finally:
+            conn.close()
+    except (HistoryError, RunFileError, OSError) as exc:
+        print(f"ncp: error: --history: {exc}", file=sys.stderr)
+        return False
+    print(f"history: run {added.run_id[:10]} {added.outcome} in {args.history}")
+    return True
 
 
 def _plan(gate: Gate | None, config: Any, args: argparse.Namespace) -> SequentialPlan | None:
@@ -102,7 +127,8 @@ def _plan(gate: Gate | None, config: Any, args: argparse.Namespace) -> Sequentia
                           cancel=args.sequential_cancel, shards=shards)
 
 
-def _estimate(config: Any, specs: list[Any], canary_cases: list[Any], *, sequential: bool = False) -> int:
+def _estimate(config: Any, specs: list[Any], canary_cases: list[Any], *, sequential: bool = False,
+              history: str | None = None) -> int:
     """``--estimate``: the upper bound of the run's calls, tokens and cost; nothing runs, no model is called."""
     from ..engine.estimate import estimate_run
     from ..engine.runner import run_jobs
@@ -116,6 +142,10 @@ def _estimate(config: Any, specs: list[Any], canary_cases: list[Any], *, sequent
     jobs = run_jobs(specs, config, sequential=sequential)  # the episodes the run would play (its shard's too)
     estimate = estimate_run(config, jobs, narrator_factory=factory, canaries=[c.context() for c in canary_cases])
     print("\n".join(estimate_lines(estimate, cap=config.max_cost)))
+    if history:
+        from ..report.history import estimate_history_lines
+
+        print("\n".join(estimate_history_lines(history, config.to_dict(), specs, len(jobs))))
     return 0
 
 

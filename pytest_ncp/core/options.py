@@ -418,6 +418,11 @@ OPTIONS: tuple[Option, ...] = (
            metavar="RATE"),
     Option("report", text, None, "write DIR/results.json and DIR/traces/", ncp_name="out", metavar="DIR",
            notes={"pytest": " (and DIR/report.html)"}),
+    Option("history", text, None, "record the run (its summary, episodes and commitments) in this history "
+           "database (SQLite; `ncp history`, docs/history.md); with {estimate}: the expected cost from the last "
+           "comparable run in it", metavar="DB"),
+    Option("branch", text, None, "branch recorded in results.json's provenance (default: the CI's "
+           "GITHUB_HEAD_REF or GITHUB_REF_NAME, else git's current branch)", metavar="NAME"),
     Option("baseline", text, None, "compare with an earlier results.json: the session fails only when "
            "survival@TURN is significantly lower (exact McNemar over specs, alpha 0.05)", ncp=None,
            metavar="BASE.json"),

@@ -24,7 +24,7 @@ from ..llm import ModelClient, scrub
 from .narrators import NarratorFactory, load_narrator
 from ..core.config import DEFAULT_AUDITOR_MODEL, RunConfig, Shard, episode_key
 from .players import Player, make_player
-from ..analysis.results import Stopped, build_results, write_results
+from ..analysis.results import RunResults, Stopped, build_results, write_results
 from ..core.records import Ending, EpisodeRecord, ErrorRecord, Termination
 from ..analysis.sequential_run import SequentialPlan, SequentialRun, episode_order
 from ..core.spec import NarrativeSpec
@@ -126,6 +126,7 @@ class Runner:
     halt: Callable[[], bool] | None = None
     cancel: Callable[[], bool] | None = None
     on_stop: Callable[[SequentialRun], None] | None = None  # once, when ``monitor`` stops the run
+    provenance: dict[str, Any] | None = None  # results.json's provenance (engine.provenance), set by the host
 
     def __post_init__(self) -> None:
         self.monitor: SequentialRun | None = None
@@ -367,6 +368,15 @@ class Runner:
             self.on_episode(result)
         self.save()
 
+    def results_now(self) -> RunResults:
+        """The run's results as results.json would hold them now."""
+        shard = Shard.parse(self.config.shard).to_dict() if self.config.shard else None
+        return build_results(
+            self.config.to_dict(), list(self.results.values()), survival_turn=self.config.survival_turn,
+            expected=self.expected, stopped=self.stopped, shard=shard, canaries=self.canaries,
+            sequential=self.monitor.to_dict() if self.monitor is not None else None, provenance=self.provenance,
+            verdict=self.verdict)
+
     def save(self, *, force: bool = False) -> None:
         """Rewrite results.json from every episode recorded so far (when this runner writes it): at most once
         per ``SAVE_EVERY`` seconds while the run goes on, always with ``force``."""
@@ -376,13 +386,7 @@ class Runner:
             return
         self._saved_at = time.monotonic()
         if self.out_dir is not None and self.write_results:
-            shard = None
-            if self.config.shard:
-                shard = Shard.parse(self.config.shard).to_dict()
-            write_results(self.out_dir, build_results(
-                self.config.to_dict(), list(self.results.values()), survival_turn=self.config.survival_turn,
-                expected=self.expected, stopped=self.stopped, shard=shard, canaries=self.canaries, verdict=self.verdict,
-                sequential=self.monitor.to_dict() if self.monitor is not None else None))
+            write_results(self.out_dir, self.results_now())
 
 
 class BackgroundRunner:

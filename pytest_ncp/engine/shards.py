@@ -63,7 +63,9 @@ def merge_runs(sources: Sequence[str | Path], out: str | Path, *, allow_missing:
         stopped="unfinished" if incomplete or missing else None,
         merge={"sources": [str(f) for f, _ in parts], "incomplete": [str(f) for f, _ in incomplete],
                "missing_shards": [f"{i}/{count}" for i in missing]},
-        sequential=sequential)
+        sequential=sequential,
+        # The shards of one run share commit, branch and fingerprints: the first one's stand for the run.
+        provenance=first.provenance.model_dump(mode="json", exclude_unset=True) if first.provenance else None)
     return write_results(out, merged), merged, notes
 
 

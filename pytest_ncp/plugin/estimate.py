@@ -57,6 +57,11 @@ def print_estimate(config: pytest.Config, settings: Settings) -> None:
     lines = estimate_lines(estimate, max_tokens_flag="--ncp-max-tokens", cap=run.max_cost, cap_flag="--ncp-max-cost",
                            front="--ncp-estimate")
     lines += [f"not counted (the spec does not load): {p}" for p in problems]
+    if settings.options.get("history"):
+        from ..report.history import estimate_history_lines
+
+        lines += estimate_history_lines(settings.options["history"], run.to_dict(), specs, len(jobs),
+                                        flag="--ncp-history")
     sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()
     pytest.exit("pytest-ncp: --ncp-estimate printed the estimate; nothing was run", returncode=0)

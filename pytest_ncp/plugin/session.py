@@ -45,6 +45,7 @@ class NcpSession:
         self.interrupted = False
         self.started = False  # the test loop began (not --collect-only or --fixtures): finish() decides
         self._ids: dict[str, str] = {}
+        self._collected: dict[str, NarrativeSpec] = {}  # the spec set of results.json's provenance
         self._background: BackgroundRunner | None = None
         self._server: Any = None
         self._canaries: Any = None  # future of the auditor canaries (controller only)
@@ -59,6 +60,11 @@ class NcpSession:
         self.status_before_items: pytest.ExitCode | None = None  # pytest's exit status as the tests alone gave it
         self._errors: dict[tuple[str, str], str] = {}  # (error kind, message) -> the test that showed it in full
         self.preflight_failed = False  # a broken endpoint stopped the session before any episode: no verdict
+        from datetime import datetime, timezone
+
+        self.started_at = datetime.now(timezone.utc)  # results.json's provenance: when the session started
+        self._provenance: dict[str, Any] | None = None
+        self.history_error: str | None = None
 
     # --- collection ------------------------------------------------------------------------
     def claim_id(self, spec: NarrativeSpec) -> None:
@@ -69,6 +75,7 @@ class NcpSession:
         if owner != str(spec.path):
             raise SpecError([SpecProblem(str(spec.path), spec.line_of("id"), "id",
                                          f"duplicate spec id {spec.id!r} (also in {owner})")])
+        self._collected[spec.id] = spec
 
     # --- running -----------------------------------------------------------------------------
     def _runner(self) -> BackgroundRunner:
@@ -268,6 +275,19 @@ class NcpSession:
     def episode_records(self) -> list[EpisodeRecord]:
         return sorted(self.episodes.values(), key=lambda e: (e.spec_id, e.repeat))
 
+    def provenance(self) -> dict[str, Any]:
+        """results.json's provenance: the rootdir's git commit and branch, the fingerprints (read once)."""
+        if self._provenance is None:
+            from ..core.spec import load_specs
+            from ..engine.provenance import collect_provenance
+
+            # The specs this session collected (a file named on the command line is the whole set); a pytest-xdist
+            # controller collects none, and reads the configured spec paths.
+            specs = list(self._collected.values()) or load_specs(self.settings.specs)[0]
+            self._provenance = collect_provenance(self.settings.run.to_dict(), specs,
+                                                  branch=self.settings.options.get("branch"), now=self.started_at)
+        return self._provenance
+
     def results(self, stopped: Stopped | None = None, verdict: dict[str, Any] | None = None) -> RunResults:
         """The session's results (``stopped``, ``verdict``: see ``analysis.results.build_results``)."""
         from ..analysis.results import build_results
@@ -276,7 +296,24 @@ class NcpSession:
         return build_results(self.settings.run.to_dict(), self.episode_records(),
                              survival_turn=self.settings.run.survival_turn, expected=self.expected - self.stop.unstarted,
                              stopped=stopped, canaries=self.canary_summary,
-                             sequential=run.to_dict() if run is not None else None, verdict=verdict)
+                             sequential=run.to_dict() if run is not None else None, provenance=self.provenance(),
+                             verdict=verdict)
+
+    def record_history(self, stopped: Stopped | None) -> None:
+        """``--ncp-history``: record the session's run; a problem is said as a warning (the verdict stands)."""
+        from ..analysis.history import HistoryError, add_run, open_history
+
+        path = self.settings.options.get("history")
+        if not path:
+            return
+        try:
+            conn = open_history(path)
+            try:
+                add_run(conn, self.results(stopped), self.settings.report.resolve() if self.settings.report else None)
+            finally:
+                conn.close()
+        except (HistoryError, OSError, ValueError) as exc:
+            self.history_error = f"--ncp-history {path}: the run was not recorded: {exc}"
 
     def write_results(self, stopped: Stopped | None = None, verdict: dict[str, Any] | None = None) -> Path:
         from ..analysis.results import write_results
@@ -321,14 +358,16 @@ class NcpSession:
                                     run.paired if run is not None else None) if s.baseline else None,
             sequential=run.gate if run is not None else None, early=run.summary() if run is not None else None,
             max_cost=s.run.max_cost)
+        stopped: Stopped | None = "interrupted" if self.interrupted else None
         if self.settings.report and self.episodes:
             from ..report.html import write_html
 
             from ..report.verdict import verdict_record
 
             record = verdict_record(self.verdict, "session", self.selection)
-            write_html([self.write_results("interrupted" if self.interrupted else None, verdict=record)],
-                       self.settings.report / "report.html")
+            write_html([self.write_results(stopped, verdict=record)], self.settings.report / "report.html")
+        if self.episodes:
+            self.record_history(stopped)
         return self.verdict.exit_code
 
     def _compare(self, baseline: Path) -> None:
@@ -362,9 +401,13 @@ class NcpSession:
                                           folder=self.settings.failures), *repeated_error_lines(records)]
         if self.verdict is None:  # finish() did not run (a worker, or pytest stopped before sessionfinish)
             return failures
-        return session_lines(verdict=self.verdict, metrics=metrics, failures=failures, report=self.settings.report,
-                             title=session_title(self.settings.run, demo=self.settings.demo),
-                             interrupted=self.interrupted)
+        lines = session_lines(verdict=self.verdict, metrics=metrics, failures=failures, report=self.settings.report,
+                              title=session_title(self.settings.run, demo=self.settings.demo),
+                              interrupted=self.interrupted)
+        if self.settings.options.get("history"):
+            lines.append(f"history: {self.history_error}" if self.history_error
+                         else f"history: recorded in {self.settings.options['history']}")
+        return lines
 
     def close(self) -> None:
         self._collect_canaries()  # before the loop stops: canaries share it with the episodes

@@ -29,6 +29,7 @@ def demo(out, *extra, specs=FEW):
 def comparable(path):
     data = json.loads((path / "results.json").read_text())
     data["config"].pop("api_base")  # every demo run starts its own scripted server
+    data.pop("provenance")  # when each run started; the merge keeps its first shard's
     for e in data["episodes"]:
         e.pop("speculative")  # how much was played ahead depends on timing
         e["trace"] = e["trace"].rsplit("/", 1)[-1]
