@@ -91,3 +91,21 @@ def line_of(text: str, fragment: str) -> int:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "packaging: builds the wheel and runs it from a fresh environment (slow; "
                                        "select with -m packaging)")
+
+
+def hold_until_in_flight(server: Any, in_flight: int, **match: Any) -> Any:
+    """Requests matching ``match`` (a ``ScriptedModelServer.add`` rule) wait at the server until ``in_flight``
+    requests are there at once, or 10 s pass; then every request is answered at once. An overlap a test counts is
+    then made by the schedule under test, not by a latency that a busy machine may outrun."""
+    import threading
+    import time
+
+    opened, stop = threading.Event(), threading.Event()
+
+    def held(request: Any) -> None:
+        deadline = time.monotonic() + 10
+        while not opened.is_set() and server.max_in_flight < in_flight and time.monotonic() < deadline:
+            stop.wait(0.01)
+        opened.set()
+
+    return server.add(reply=held, **match)

@@ -98,6 +98,9 @@ class RunConfigRecord(_Record):
                                                              "when none.")
     max_response_chars: int | None = Field(default=None, ge=1, description="A narrator response longer than this "
                                                                          "was the narrator's error, before any audit.")
+    narrator_timeout: float | None = Field(default=None, gt=0, description="Seconds a narrator hook (respond, "
+                                                                          "opening, reset) could take before it "
+                                                                          "was the narrator's error.")
     max_response_tokens: int | None = Field(default=None, ge=1, description="The same limit in tokens of the "
                                                                           "auditor's tokenizer (or a conservative bound).")
     auditor_context_tokens: int | None = Field(default=None, ge=1, description="The auditor's input window when "
@@ -355,6 +358,41 @@ class MergeRecord(_Record):
                                                                         "--allow-missing.")
 
 
+CheckKind = Literal["complete", "error-budget", "cost-cap", "survival", "narrator-errors", "canaries", "baseline",
+                    "problems"]
+
+
+class VerdictCheck(_Record):
+    """One check of the run's verdict (``analysis.verdict.decide``): what it required, what it measured, and how
+    it decided. Under pytest each one asked for (or not passed) is also the test item ``ncp::gate[KIND]``."""
+
+    kind: CheckKind = Field(description="The check: complete (every expected episode reported), error-budget, "
+                                        "cost-cap, survival (the gate), narrator-errors, canaries, baseline, "
+                                        "problems.")
+    decision: Literal["passed", "failed", "undecided"] = Field(description="undecided: the check could not decide, "
+                                                                           "which never counts as a pass.")
+    threshold: float | None = Field(default=None, description="What it required: survival rate (0..1), allowed "
+                                                              "error rate, the cap in US dollars, the canaries' "
+                                                              "minimum recall, the baseline's alpha, the episodes "
+                                                              "expected; null when nothing is numeric.")
+    value: float | None = Field(default=None, description="What the run measured, in the threshold's unit; null "
+                                                          "when not measurable.")
+    interval: list[float] | None = Field(default=None, description="95% interval of `value` [low, high], when it "
+                                                                   "has one.")
+    turn: int | None = Field(default=None, description="The survival gate's turn T (survival@T).")
+    reason: str = Field(description="The verdict's own words for this check.")
+
+
+class VerdictRecord(_Record):
+    """The run's verdict: the exit code and every check behind it."""
+
+    outcome: Literal["passed", "failed", "undecided"] = Field(description="passed (exit 0), failed (a check "
+                                                                          "failed), undecided (none failed, but "
+                                                                          "the run proves nothing).")
+    exit_code: int = Field(description="The exit code it gives (README: exit codes).")
+    checks: list[VerdictCheck] = Field(description="Every check, in the order the verdict explains them.")
+    selection: str | None = Field(default=None, description="Set when the verdict judged a selection of a "
+                                                            "session's tests (-k, -m, --lf, --deselect).")
 class Provenance(_Record):
     """Where and from what the run came: the git commit of the working directory it started in, its branch, and
     fingerprints that say which runs may share one line of a history (docs/history.md). Git fields are null
@@ -409,6 +447,9 @@ class RunResults(_Record):
     sequential: SequentialRecord | None = Field(default=None, description="Set when a sequential gate ran "
                                                                           "(`--sequential`): where the run "
                                                                           "stopped and why.")
+    verdict: VerdictRecord | None = Field(default=None, description="The run's verdict, once the run has ended "
+                                                                    "(absent while it runs and in files of older "
+                                                                    "versions).")
     provenance: Provenance | None = Field(default=None, description="Git commit, branch and fingerprints of the "
                                                                     "run (`ncp history`); null in files written "
                                                                     "before it was recorded.")
@@ -593,7 +634,8 @@ def build_results(config: Mapping[str, Any], episodes: Iterable[EpisodeRecord], 
                   expected: Iterable[str] | None = None, stopped: Stopped | None = None,
                   shard: Mapping[str, int] | None = None, canaries: Mapping[str, Any] | None = None,
                   merge: Mapping[str, Any] | None = None, sequential: Mapping[str, Any] | None = None,
-                  provenance: Mapping[str, Any] | None = None) -> RunResults:
+                  verdict: Mapping[str, Any] | None = None, provenance: Mapping[str, Any] | None = None
+                  ) -> RunResults:
     """The results of a run from its episode records (``EpisodeResult.record``).
 
     ``expected`` are the episode keys the run set out to finish (default: the episodes given).
@@ -601,7 +643,8 @@ def build_results(config: Mapping[str, Any], episodes: Iterable[EpisodeRecord], 
     episodes end, ``"interrupted"`` after Ctrl-C. The run is complete when it ended and no expected
     episode is missing; an ended run with missing episodes is ``"unfinished"``. ``sequential`` is
     ``SequentialRun.to_dict()``: its ``unstarted`` episodes are not expected (a run that stopped early by
-    design is complete once every episode it started has finished).
+    design is complete once every episode it started has finished). ``verdict`` is the ended run's
+    ``VerdictRecord`` (``report.verdict.verdict_record``).
     Raises ``RunFileError`` when a record does not fit the format (a bug of the writer, never silent).
     """
     records = sorted(episodes, key=lambda e: (e.spec_id, e.repeat))
@@ -627,6 +670,8 @@ def build_results(config: Mapping[str, Any], episodes: Iterable[EpisodeRecord], 
     }
     if sequential is not None:  # only then: files of runs without it keep their keys (results.py "Growing")
         data["sequential"] = dict(sequential)
+    if verdict is not None:
+        data["verdict"] = dict(verdict)
     if provenance is not None:
         data["provenance"] = dict(provenance)
     try:
@@ -660,6 +705,7 @@ __all__ = ["RESULTS_FILE", "RESULTS_VERSION", "SUPPORTED_VERSIONS", "Agreement",
            "CanaryCase", "EpisodeRecord", "ErrorRecord", "Failure", "FlagCounts", "ForkOrigin", "MergeRecord",
            "MergedSequentialRecord", "Metrics", "Models", "NodeReached", "PairedRecord", "PlayerFault", "Provenance",
            "RunConfigRecord", "RunResults", "ScreenProblem", "Screening", "SequentialGateRecord", "SequentialOutcome",
-           "SequentialRecord", "ShardRecord", "SpeculativeUsage", "Stopped", "SurvivalPoint",
+           "SequentialRecord", "ShardRecord", "SpeculativeUsage", "Stopped", "SurvivalPoint", "VerdictCheck",
+           "VerdictRecord",
            "build_results", "load_results", "parse_results", "results_json_schema", "results_path", "split_key",
            "write_results"]

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,30 +117,13 @@ async def _run(client: Any, model: str, api_base: str | None, wanted_mode: str, 
 
 
 def _list_models(api_base: str | None, model: str) -> tuple[list[str], float] | Check:
-    from ..llm import endpoint_label, scrub
-    from ..llm.client import EndpointError, get_models
+    from ..llm.preflight import probe_endpoint
 
-    provider = model.split("/", 1)[0]
-    base = api_base or (os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
-                        or "https://api.openai.com/v1" if provider == "openai" else None)
-    if not base:
-        return Check(INFO, "endpoint", f"not an OpenAI-compatible endpoint ({provider}); model list skipped")
-    where = endpoint_label(base, model)
-    key = os.environ.get("OPENAI_API_KEY") if provider == "openai" else None
-    started = time.monotonic()
-    try:
-        data = get_models(base, api_key=key, timeout=10)
-    except EndpointError as exc:
-        if exc.status is not None:
-            return Check(FIX, "endpoint", f"{where} answers, but GET models gave HTTP {exc.status}; the model list "
-                                          "is not checked")
-        if exc.not_json:
-            return Check(FIX, "endpoint", f"{where} answers GET models with something that is not JSON; is "
-                                          "--api-base the OpenAI-compatible base (ending in /v1)?")
-        return Check(FAIL, "endpoint", scrub(f"cannot reach {where} ({exc.reason}) -> start the server, or set "
-                                             "--api-base to its URL (e.g. http://127.0.0.1:8080/v1)"))
-    ids = [str(m.get("id")) for m in (data.get("data") or []) if isinstance(m, dict)]
-    return ids, time.monotonic() - started
+    probe = probe_endpoint(api_base, model)  # the same probe a run makes before its episodes start
+    if probe.status == "ok":
+        return list(probe.models), probe.seconds
+    status = {"skipped": INFO, "answers": FIX}.get(probe.status, FAIL)
+    return Check(status, "endpoint", probe.text)
 
 
 async def _structured(client: Any, model: str, wanted: str) -> tuple[Check, str | None]:

@@ -73,6 +73,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         sys.stdout.write(render_markdown(rows, title=args.title))
         for row in rows:  # who owns each run's outcomes, with the episodes
             sys.stdout.write("\n" + blame_markdown(row["blame"], label=str(row["label"])))
+        from ..report.verdict import verdict_markdown
+
+        for r in runs:  # the gate's verdict, where the run recorded one: what a CI job summary is read for
+            if r.results.verdict is not None:
+                sys.stdout.write("\n" + verdict_markdown(r.results.verdict.model_dump(mode="json"), label=r.label))
     else:
         sys.stdout.write(render_terminal(rows))
         for row in rows:

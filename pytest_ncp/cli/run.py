@@ -69,6 +69,14 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
         return usage(str(exc))
     if args.resume and not _resume(runner, specs, args):
         return EXIT_USAGE
+    from ..engine.preflight import endpoint_problems, preflight_message
+
+    broken = endpoint_problems(config, runner.narrator_factory)
+    if broken:  # one message in seconds, not one error per call of every episode
+        from ..core.exit_codes import EXIT_ERROR_BUDGET
+
+        print(preflight_message(broken), file=sys.stderr)
+        return EXIT_ERROR_BUDGET
     from ..engine.provenance import collect_provenance
 
     runner.provenance = collect_provenance(config.to_dict(), specs, branch=args.branch)
@@ -83,7 +91,8 @@ def cmd_run(args: argparse.Namespace, *, narrator: str | None = None, api_base: 
     entries = _report(runner, jobs, canaries, args)
     if args.history and not _record(runner, args):
         problems.append(f"the run could not be recorded in --history {args.history}")
-    return _verdict(entries, runner.expected, gate, canaries, [*map(str, errors), *problems], args, runner.monitor)
+    return _verdict(entries, runner.expected, gate, canaries, [*map(str, errors), *problems], args, runner.monitor,
+                    runner=runner)
 
 
 def _record(runner: Any, args: argparse.Namespace) -> bool:
@@ -141,12 +150,13 @@ def _estimate(config: Any, specs: list[Any], canary_cases: list[Any], *, sequent
 
 
 def _verdict(entries: list[EpisodeRecord], expected: set[str], gate: Gate | None, canaries: CanaryResult | None,
-             problems: list[str], args: argparse.Namespace, monitor: SequentialRun | None = None) -> int:
+             problems: list[str], args: argparse.Namespace, monitor: SequentialRun | None = None,
+             runner: Any = None) -> int:
     """The run's verdict, through the one function the pytest session uses too: print its lines, return its
     exit code. ``expected`` are the episodes this run set out to finish (``Runner.plan``), less those a sequential
-    decision (``monitor``) left unstarted."""
+    decision (``monitor``) left unstarted. The verdict is recorded in the ``runner``'s results.json."""
     from ..analysis.verdict import decide
-    from ..report.verdict import verdict_lines
+    from ..report.verdict import verdict_lines, verdict_record
 
     verdict = decide(entries, gate=gate, max_error_rate=args.max_error_rate, expected=expected, canaries=canaries,
                      problems=problems, max_cost=args.max_cost,
@@ -154,6 +164,9 @@ def _verdict(entries: list[EpisodeRecord], expected: set[str], gate: Gate | None
                      early=monitor.summary() if monitor is not None else None)
     for line in verdict_lines(verdict, "run"):
         print(line)
+    if runner is not None and args.out:
+        runner.verdict = verdict_record(verdict, "run")
+        runner.save(force=True)
     return verdict.exit_code
 
 
@@ -257,6 +270,10 @@ def _report(runner: Any, jobs: list[tuple[Any, int]], canaries: CanaryResult | N
     metrics = compute_metrics(entries, survival_turn=config.survival_turn)
     print(summary(metrics, config.survival_turn))
     print("\n".join(blame_lines(metrics["blame"])))
+    from ..report.text import repeated_error_lines
+
+    for line in repeated_error_lines(entries):
+        print(line)
     if config.demo:
         print("offline demo: every model was the bundled scripted server; these figures judge no real model")
     if canaries is not None and canaries.summary is not None:

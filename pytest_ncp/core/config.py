@@ -93,6 +93,7 @@ class RunConfig:
     api_base: str | None = default("api-base")
     max_turns: int = default("max-turns")
     max_response_chars: int = default("max-response-chars")
+    narrator_timeout: float = default("narrator-timeout")  # seconds per narrator hook call (engine.narrators)
     max_response_tokens: int = default("max-response-tokens")
     auditor_context_tokens: int = default("auditor-context-tokens")
     audit_votes: int = default("audit-votes")          # confirmation samples per flagged conflict

@@ -176,7 +176,10 @@ def parse_gate(raw: Any) -> tuple[float, int]:
     except ValueError:
         raise ValueError("expected RATE[@TURN], e.g. 0.4@20 or 40%@20") from None
     if not 0.0 <= rate <= 1.0 or turn < 0:
-        raise ValueError("RATE must be within 0..1 (or 0%..100%), TURN >= 0")
+        raise ValueError("RATE must be within 0..1 (or 0%..100%), TURN >= 1")
+    if turn == 0:
+        raise ValueError("TURN must be at least 1: survival@0 is 100% before any turn is played, so a gate there "
+                         "can never fail")
     return rate, turn
 
 
@@ -350,6 +353,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("max-response-chars", whole(1), DEFAULT_MAX_RESPONSE_CHARS, "a narrator response longer than this "
            "is the narrator's error before any audit call (it would not fit an auditor's window)",
            config=FINGERPRINT, metavar="N"),
+    Option("narrator-timeout", seconds, 120.0, "seconds a narrator's respond(), opening() or reset() may take "
+           "(sync ones run in a thread, async ones are awaited); past it the episode ends as the narrator's error "
+           "and the run goes on. Built-in narrators are bounded by the model calls' own {timeout}",
+           config=RECORDED, metavar="S"),
     Option("max-response-tokens", whole(1), DEFAULT_MAX_RESPONSE_TOKENS, "a narrator response longer than this "
            "many tokens (the auditor model's tokenizer where litellm knows it, else a conservative bound) is the "
            "narrator's error before any audit call", config=FINGERPRINT, metavar="N"),
@@ -388,15 +395,17 @@ OPTIONS: tuple[Option, ...] = (
     # --- what the run reports and gates on ---
     Option("survival-turn", whole(1), None, "turn of the headline survival figure", pytest=False, metavar="TURN",
            shown_default=f"the gate's TURN, else {DEFAULT_SURVIVAL_TURN} or {{max-turns}} when lower"),
-    Option("min-survival", gate, None, "survival gate RATE[@TURN] (TURN defaults to 20): fails when survival@TURN "
-           "< RATE, or when it cannot be measured (too few episodes observed up to TURN)", metavar="RATE[@TURN]",
+    Option("min-survival", gate, None, "survival gate RATE[@TURN] (TURN defaults to 20; 1 <= TURN <= "
+           "{max-turns}): fails when survival@TURN < RATE, or when it cannot be measured (too few episodes "
+           "observed up to TURN)", metavar="RATE[@TURN]",
            notes={"pytest": "; conflicts within the gate are reported as xfail"}),
-    Option("max-cost", dollars, None, "cost cap in US dollars at the cost map's list prices: no model call starts "
-           "once what the run's calls cost, plus the most each call in flight may cost, would pass it; episodes "
-           "cut short end as budget (censored, never a narrator failure) and the run exits 7. Every model must "
-           "be priced", config=RECORDED, metavar="USD"),
-    Option("estimate", flag, False, "print an upper bound of the run's model calls, tokens and list-price cost "
-           "(per role and audit step), then exit 0 without calling a model", kind=FLAG),
+    Option("max-cost", dollars, None, "cost cap in US dollars at the cost map's list prices: an episode starts "
+           "only while the cap can still pay for it to its end (its expected cost, measured as the run goes), and "
+           "no model call starts once what the run's calls cost, plus the most each call in flight may cost, "
+           "would pass it; episodes not started or cut short end as budget (censored, never a narrator failure) "
+           "and the run exits 7. Every model must be priced", config=RECORDED, metavar="USD"),
+    Option("estimate", flag, False, "print an upper bound and an expected figure of the run's model calls, "
+           "tokens and list-price cost (per role and audit step), then exit 0 without calling a model", kind=FLAG),
     # --- gates that decide early (docs/gates.md) ---
     Option("seed", whole(0), 0, "seed of the episode order: episodes start in a seeded random order of (spec, repeat), "
            "the order a sequential gate reads their outcomes in; the same seed and episodes give the same order. "
@@ -596,7 +605,26 @@ def resolve_options(given: Mapping[str, tuple[Any, str]], front: Front, options:
     for option in options:  # RunConfig.validate checks the needs of its own fields
         if not option.config:
             problems.extend(unmet_needs(option, values, resolved))
+    problems.extend(_gate_beyond_turns(values, resolved))
     return resolved
+
+
+def _gate_beyond_turns(values: Mapping[str, Any], spelling: Spelling) -> list[str]:
+    """A survival gate at a turn no episode can reach (above the turn limit) can only say "cannot decide", after
+    every episode was paid for: refused before anything runs."""
+    gate, max_turns = values.get("min-survival"), values.get("max-turns")
+    if not gate or not isinstance(max_turns, int):
+        return []
+    try:
+        _, turn = parse_gate(gate)
+    except ValueError:
+        return []  # already a problem of its own
+    if turn <= max_turns:
+        return []
+    written = "" if "@" in str(gate) else f" (a gate without @TURN is at turn {DEFAULT_SURVIVAL_TURN})"
+    return [f"{spelling.spell('min-survival')}={gate} gates survival@{turn}{written}, but "
+            f"{spelling.spell('max-turns')}={max_turns}: no episode can reach turn {turn}; gate at a turn <= "
+            f"{max_turns} (RATE@TURN) or raise {spelling.spell('max-turns')}"]
 
 
 def unmet_needs(option: Option, values: Mapping[str, Any], spelling: Spelling) -> list[str]:

@@ -23,7 +23,7 @@ from ..core.ledger import FactLedger
 from ..llm import (
     Completion, CostCapReached, ModelClient, ModelError, Usage, current_episode, current_usage, in_chain, scrub,
 )
-from .narrators import Narrator, NarratorContext, accepts_argument, call_maybe_async
+from .narrators import LLMNarrator, Narrator, NarratorContext, accepts_argument, call_maybe_async, call_narrator
 from .players import Player, PlayerView, ScriptedPlayer
 from ..core.quotes import words
 from ..core.reading import read, unreadable
@@ -260,6 +260,8 @@ class Episode:
     # A longer response is the narrator's error before any audit call (issue 19): padded past the
     # auditor's context window it would otherwise become a model error, outside survival.
     max_response_chars: int = DEFAULT_MAX_RESPONSE_CHARS
+    # Seconds a narrator hook may take (--narrator-timeout): a hung narrator is its own error, not a hung run.
+    narrator_timeout: float | None = None
     # The same in tokens of the auditor's tokenizer (a conservative bound when litellm does not know it):
     # the unit the auditor's window overflows in.
     max_response_tokens: int = DEFAULT_MAX_RESPONSE_TOKENS
@@ -283,6 +285,9 @@ class Episode:
     # Screen records of replayed inputs, by turn (``ncp reaudit`` of a simulated player's run): a turn its
     # source played unfair stays unfair, so a conflict there is still the player's fault.
     recorded_screens: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # Why the cost cap would not pay for this episode to its end (engine.admission): it ends as ``budget`` before
+    # its first call, so the money goes to episodes that can finish.
+    refused: str | None = None
     # The turn being audited or played (number, player input, narrator response): what an errored
     # turn's trace shows; and where the current turn's share of the truncated calls starts.
     _playing: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
@@ -305,6 +310,7 @@ class Episode:
             spec=spec, narrator=narrator, player=player, auditor=auditor, client=client, repeat=repeat,
             max_turns=config.max_turns if max_turns is None else max_turns,
             max_response_chars=config.max_response_chars, max_response_tokens=config.max_response_tokens,
+            narrator_timeout=config.narrator_timeout,
             player_retries=config.player_retries,
             narrator_model=config.narrator_model, pipeline=config.pipeline, config=config.to_dict(),
             trace_path=trace_path, on_turn=on_turn, stop=stop, start=start, fork_origin=fork_origin,
@@ -392,6 +398,8 @@ class Episode:
         history: list[tuple[str, str]] = []
         played: tuple[str | None, str] | None
         self._mark(0)
+        if self.refused is not None:
+            raise _Cut("max-cost", self.refused)
         await self._guard("narrator", self._reset)
         if self.start is not None and self.start.turn >= 1:
             # A fork: the recorded history stands, only turn T (its recorded input) and later are played.
@@ -451,7 +459,7 @@ class Episode:
 
     async def _narrate(self, turn: int, history: Sequence[tuple[str, str]], player_input: str) -> str:
         try:
-            answered = await self._guard("narrator", call_maybe_async, self.narrator.respond,
+            answered = await self._guard("narrator", self._hook, self.narrator.respond, "respond()",
                                          player_input, self._context(turn, list(history)))
             return self._check_response(answered, "respond()")
         except _EpisodeError as exc:
@@ -738,22 +746,28 @@ class Episode:
     # The optional hooks (narrators.SupportsReset, SupportsRestore, SupportsOpening, SpeculationSafe) are
     # looked up with getattr, not isinstance: a runtime protocol check reads attributes statically, and a
     # narrator behind a proxy (``__getattr__``) would lose its hooks.
+    async def _hook(self, fn: Any, name: str, *args: Any) -> Any:
+        """Call a narrator hook within ``narrator_timeout``. Built-in narrators only wait on model calls, which
+        their own timeouts bound (a slow model is the model's error, not the narrator's)."""
+        timeout = None if isinstance(self.narrator, LLMNarrator) else self.narrator_timeout
+        return await call_narrator(fn, *args, timeout=timeout, name=name)
+
     async def _reset(self) -> None:
         reset = getattr(self.narrator, "reset", None)
         if callable(reset):
-            await call_maybe_async(reset, self.spec)
+            await self._hook(reset, "reset()", self.spec)
 
     async def _restore(self, history: list[tuple[str, str]]) -> None:
         restore = getattr(self.narrator, "restore", None)
         if callable(restore):
-            await call_maybe_async(restore, tuple(history))
+            await self._hook(restore, "restore()", tuple(history))
 
     async def _opening(self, history: list[tuple[str, str]]) -> str | None:
         opening = getattr(self.narrator, "opening", None)
         if not callable(opening):
             return None
         args = (self._context(0, history),) if accepts_argument(opening) else ()
-        opened: str | None = await call_maybe_async(opening, *args)
+        opened: str | None = await self._hook(opening, "opening()", *args)
         return opened
 
     async def _guard(self, kind: ErrorKind, fn: Any, *args: Any) -> Any:

@@ -43,6 +43,21 @@ FLAGS_PER_TURN = 1          # allowance: flagged conflicts confirmed per audited
 RETRY_NOTE_TOKENS = 200     # what a retry adds besides the rejected answer: the problems and the hint
 AUDIT_STEPS = tuple(s for s in STEPS if s != Step.INPUT_SCREEN)
 SCREEN_STEP = Step.INPUT_SCREEN  # a simulated player's input, screened before the narrator sees it
+# The expected figure (``Estimate.expected``): a run where every answer is valid at once, nothing is flagged, and
+# answers have a typical length rather than their --max-tokens (a narration of about 150 words, an auditor's
+# JSON of about 60, a player's line of about 30), prompts at BYTES_PER_TOKEN bytes per token, the ledger growing
+# by TYPICAL_LEDGER_GROWTH tokens per audited turn; and episodes that end early: TYPICAL_TURN_HAZARD of those still
+# playing end at each turn (a conflict, a success), the rate of the bundled demo (`ncp demo`: 9.9 turns on
+# average over scripts of 24 to 32 inputs, survival@20 about 10%), so an episode plays expected_turns() turns.
+TYPICAL_COMPLETION = {"narrator": 200, "player": 40, "auditor": 80}
+BYTES_PER_TOKEN = 4
+TYPICAL_LEDGER_GROWTH = 30
+TYPICAL_TURN_HAZARD = 0.09
+
+
+def expected_turns(turns: int, hazard: float = TYPICAL_TURN_HAZARD) -> int:
+    """Turns an episode that may play ``turns`` plays on average when ``hazard`` of them end at each turn."""
+    return max(1, min(turns, round(sum((1 - hazard) ** t for t in range(turns)))))
 
 
 @dataclass
@@ -81,6 +96,7 @@ class Estimate:
     lines: list[Line]
     canaries: int = 0
     notes: list[str] = field(default_factory=list)  # what is not counted, and why
+    expected: Estimate | None = None  # the same run at typical sizes (TYPICAL_COMPLETION): what to plan with
 
     @property
     def calls(self) -> int:
@@ -114,13 +130,19 @@ class Estimate:
 
 def estimate_run(config: RunConfig, jobs: Sequence[tuple[NarrativeSpec, int]], *,
                  narrator_factory: Callable[[], Any] | None = None,
-                 canaries: Sequence[TurnContext] = (), max_attempts: int | None = None) -> Estimate:
-    """The estimate of running ``jobs`` ((spec, repeat) episodes) with ``config`` (module docstring).
+                 canaries: Sequence[TurnContext] = (), max_attempts: int | None = None,
+                 typical: bool = False) -> Estimate:
+    """The estimate of running ``jobs`` ((spec, repeat) episodes) with ``config`` (module docstring), with its
+    ``expected`` figure; ``typical``: only that figure (TYPICAL_COMPLETION), no bound.
 
     ``narrator_factory`` is what ``config.narrator`` loads to (a class is inspected, never built: the built-in
     narrators' calls are counted); ``canaries`` the contexts of the auditor canaries the run audits beside."""
     limits = {**DEFAULT_MAX_TOKENS, **config.max_tokens}
     attempts = max_attempts or LLMAuditor.max_attempts
+    growth = LEDGER_GROWTH_TOKENS
+    if typical:
+        limits = {role: min(limit, TYPICAL_COMPLETION.get(role, limit)) for role, limit in limits.items()}
+        attempts, growth = 1, TYPICAL_LEDGER_GROWTH
     narrator_cls = narrator_factory if inspect.isclass(narrator_factory) else None
     built_in = narrator_cls is not None and issubclass(narrator_cls, LLMNarrator)
     narrator_model = (getattr(narrator_cls, "model", None) if built_in else None) or config.narrator_model
@@ -131,11 +153,13 @@ def estimate_run(config: RunConfig, jobs: Sequence[tuple[NarrativeSpec, int]], *
         ("player", None, config.player_model if simulated else None),
         ("auditor", SCREEN_STEP, config.auditor_model),
         *(("auditor", step, config.auditor_model) for step in AUDIT_STEPS))}
-    regenerations = config.player_retries if simulated else 0
+    regenerations = config.player_retries if simulated and not typical else 0
     opening = _opens(narrator_factory)
     turns = audited = 0
     for spec, _repeat in jobs:
         played = config.max_turns if simulated else min(config.max_turns, len(spec.scripted_inputs))
+        if typical:
+            played = expected_turns(played)
         # a scripted input is known (its bytes); a simulated player's is at most its --max-tokens
         inputs = [limits["player"]] * played if simulated else [_bytes(x) for x in spec.scripted_inputs[:played]]
         turns += played
@@ -151,15 +175,24 @@ def estimate_run(config: RunConfig, jobs: Sequence[tuple[NarrativeSpec, int]], *
         static = _audit_sizes(spec)
         for index, turn in enumerate(audited_turns):
             said = inputs[turn - 1] if turn >= 1 else 0
-            turn_data = said + limits["narrator"] * (2 if turn >= 2 else 1) + LEDGER_GROWTH_TOKENS * index
-            _audit_turn(lines, static, turn_data, limits["auditor"], attempts, spec, votes=config.audit_votes)
+            turn_data = said + limits["narrator"] * (2 if turn >= 2 else 1) + growth * index
+            _audit_turn(lines, static, turn_data, limits["auditor"], attempts, spec, votes=config.audit_votes,
+                        success=not typical, flags=0 if typical else FLAGS_PER_TURN)
     for ctx in canaries:
         sizes = _audit_sizes(ctx.spec, ctx)
-        _audit_turn(lines, sizes, 0, limits["auditor"], attempts, ctx.spec, success=False, votes=config.audit_votes)
+        _audit_turn(lines, sizes, 0, limits["auditor"], attempts, ctx.spec, success=False, votes=config.audit_votes,
+                    flags=0 if typical else FLAGS_PER_TURN)
     notes = []
     if not built_in and config.narrator:
         notes.append(f"{config.narrator} is not a built-in narrator: its own model calls are not counted")
-    return Estimate(len(jobs), turns, audited, [line for line in lines.values() if line.calls], len(canaries), notes)
+    found = [line for line in lines.values() if line.calls]
+    if typical:
+        for line in found:  # prompts were counted in bytes: a typical tokenizer makes about one token of four
+            line.prompt_tokens = math.ceil(line.prompt_tokens / BYTES_PER_TOKEN)
+        return Estimate(len(jobs), turns, audited, found, len(canaries), notes)
+    expected = estimate_run(config, jobs, narrator_factory=narrator_factory, canaries=canaries,
+                            max_attempts=max_attempts, typical=True)
+    return Estimate(len(jobs), turns, audited, found, len(canaries), notes, expected)
 
 
 def _opens(factory: Any) -> bool:
@@ -268,15 +301,16 @@ def _audit_sizes(spec: NarrativeSpec, ctx: TurnContext | None = None) -> dict[st
 
 
 def _audit_turn(lines: dict[tuple[str, str | None], Line], sizes: dict[str, int], turn_data: int, limit: int,
-                attempts: int, spec: NarrativeSpec, *, success: bool = True, votes: int = 1) -> None:
-    """One audited turn: every step with all its attempts (each retry carries the rejected answer); each
-    flagged conflict confirmed by ``votes`` samples."""
+                attempts: int, spec: NarrativeSpec, *, success: bool = True, votes: int = 1,
+                flags: int = FLAGS_PER_TURN) -> None:
+    """One audited turn: every step with all its attempts (each retry carries the rejected answer); each of
+    ``flags`` flagged conflicts confirmed by ``votes`` samples."""
     steps = [Step.CONFLICT_CHECK, Step.FACT_UPDATE]
     if spec.trajectory:
         steps.append(Step.TRAJECTORY_UPDATE)
     if any(c.kind != "invariant" for c in spec.commitments):
         steps.append(Step.COMMITMENT_CHECK)
-    calls = [(step, 1) for step in steps] + [(Step.CONFLICT_CONFIRMATION, FLAGS_PER_TURN * max(1, votes))]
+    calls = [(step, 1) for step in steps] + [(Step.CONFLICT_CONFIRMATION, flags * max(1, votes))]
     if success and spec.achievements:
         calls.append((Step.SUCCESS_CONFIRMATION, 1))
     for step, times in calls:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import importlib
 import inspect
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence, cast, runtime_checkable
@@ -133,6 +136,69 @@ async def call_maybe_async(fn: Callable[..., Any], *args: Any) -> Any:
     result = fn(*args)
     if inspect.isawaitable(result):
         result = await result
+    return result
+
+
+class NarratorTimeout(Exception):
+    """A narrator hook did not answer within ``--narrator-timeout``: the narrator's error."""
+
+
+# One lock per narrator object: its synchronous hooks run one at a time, as they did on the event loop, though in
+# threads now (a narrator shared by every episode need not be thread-safe).
+_hook_locks: dict[int, threading.Lock] = {}
+
+
+async def call_narrator(fn: Callable[..., Any], *args: Any, timeout: float | None, name: str) -> Any:
+    """Call a narrator hook (``respond``, ``opening``, ``reset``...), bounded by ``timeout`` seconds.
+
+    A coroutine function runs on the loop; any other function in a daemon thread, so that a call stuck in user
+    code (a lock, a socket without a timeout) blocks neither the other episodes nor the process's exit: the
+    thread is never joined. Whatever it returns that is awaitable is awaited within what is left of
+    ``timeout``. Raises ``NarratorTimeout`` naming the hook."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    def left() -> float | None:
+        return None if timeout is None else max(0.0, timeout - (loop.time() - started))
+
+    async def bounded(awaitable: Awaitable[Any]) -> Any:
+        try:
+            return await asyncio.wait_for(awaitable, left())
+        except asyncio.TimeoutError:
+            raise NarratorTimeout(f"{name} did not answer within {timeout:g} s (the narrator timeout: "
+                                  "--narrator-timeout, or --ncp-narrator-timeout under pytest)") from None
+
+    if inspect.iscoroutinefunction(fn):
+        return await bounded(fn(*args))
+    future: asyncio.Future[Any] = loop.create_future()
+    owner = getattr(fn, "__self__", fn)
+    lock = _hook_locks.setdefault(id(owner), threading.Lock())
+    context = contextvars.copy_context()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def work() -> None:
+        value, error = None, None
+        with lock:
+            try:
+                value = context.run(fn, *args)
+            except BaseException as exc:  # noqa: BLE001 - the narrator under test may raise anything
+                error = exc
+        try:
+            loop.call_soon_threadsafe(settle, value, error)
+        except RuntimeError:  # the loop ended while this call was stuck: nobody waits for it any more
+            pass
+
+    threading.Thread(target=work, name=f"ncp-narrator-{name}", daemon=True).start()
+    result = await bounded(future)
+    if inspect.isawaitable(result):
+        result = await bounded(result)
     return result
 
 

@@ -31,6 +31,7 @@ from ..core.spec import NarrativeSpec
 
 if TYPE_CHECKING:
     from ..llm.cassette import CassetteTransport
+    from .admission import CostAdmission
 
 # results.json is rebuilt whole on each rewrite: once per episode would cost O(episodes^2) (a 192-episode run
 # spent a tenth of its CPU there); a reader sees the file at most this many seconds behind the traces.
@@ -110,6 +111,7 @@ class Runner:
     changed: list[str] = field(default_factory=list)  # episodes resume() found changed and re-runs (force)
     unreadable: list[str] = field(default_factory=list)  # finished episodes resume() could not read back: re-run
     canaries: dict[str, Any] | None = None  # the auditor canaries' summary, once scored (docs/auditor.md)
+    verdict: dict[str, Any] | None = None  # the ended run's verdict (report.verdict.verdict_record)
     progress: RunProgress = field(default_factory=RunProgress)
     # results.json says whether the run is complete: the episodes it set out to finish (``plan``), and why it
     # is not (yet) complete: "running" until the host calls ``end()``, "interrupted" after Ctrl-C.
@@ -128,6 +130,7 @@ class Runner:
 
     def __post_init__(self) -> None:
         self.monitor: SequentialRun | None = None
+        self._admit: CostAdmission | None = None
         if self.client is None:
             self.client = ModelClient.from_config(self.config)
         self.cassettes: CassetteTransport | None = None
@@ -160,6 +163,17 @@ class Runner:
             auditor=self.auditor, client=self.client, repeat=repeat, trace_path=trace, on_turn=self._turn_done,
             stop=self._cancelled,
         )
+
+    def _admission(self) -> CostAdmission | None:
+        """Under ``--max-cost``, what decides when an episode may start (``engine.admission``)."""
+        client = self.client
+        if client is None or client.max_cost is None:
+            return None
+        if self._admit is None:
+            from .admission import CostAdmission
+
+            self._admit = CostAdmission(self.config, client.max_cost, lambda: client.spent_usd, self.narrator_factory)
+        return self._admit
 
     def _cancelled(self) -> bool:
         """Should the episodes in flight end now (``--sequential-cancel`` once the run stopped)?"""
@@ -263,16 +277,26 @@ class Runner:
         try:
             episode = self.episode(spec, repeat)
         except Exception as exc:  # noqa: BLE001 - a narrator factory or player that cannot be built
-            result = _setup_error(spec, repeat, exc)
-            self.record(result)
-            return result
+            failed = _setup_error(spec, repeat, exc)
+            self.record(failed)
+            return failed
+        admission = self._admission()
+        token = None
+        if admission is not None:
+            token, episode.refused = await admission.admit(spec)
         self.progress.running += 1
+        result: EpisodeResult | None = None
         try:
             result = await episode.run()
         finally:
             self.progress.running -= 1
             if self.cassettes is not None:
                 self.cassettes.flush()
+            if admission is not None:
+                cost = (result.usage.cost_usd + result.speculative.cost_usd) if result is not None else 0.0
+                admission.finished(token, spec, cost, measured=result is not None and result.cut_by is None
+                                   and result.error is None)
+        assert result is not None  # episode.run() returned (else its exception went up)
         self.record(result)
         return result
 
@@ -350,7 +374,8 @@ class Runner:
         return build_results(
             self.config.to_dict(), list(self.results.values()), survival_turn=self.config.survival_turn,
             expected=self.expected, stopped=self.stopped, shard=shard, canaries=self.canaries,
-            sequential=self.monitor.to_dict() if self.monitor is not None else None, provenance=self.provenance)
+            sequential=self.monitor.to_dict() if self.monitor is not None else None, provenance=self.provenance,
+            verdict=self.verdict)
 
     def save(self, *, force: bool = False) -> None:
         """Rewrite results.json from every episode recorded so far (when this runner writes it): at most once

@@ -606,15 +606,33 @@ class EndpointError(Exception):
         super().__init__(str(reason))
 
 
+def _without_userinfo(url: str) -> tuple[str, str | None]:
+    """``http://user:pass@host/v1`` -> (``http://host/v1``, base64 of ``user:pass``); urllib would take the
+    credentials for part of the host name."""
+    import base64
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.username is None or parts.hostname is None:
+        return url, None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+    return urlunsplit(parts._replace(netloc=netloc)), base64.b64encode(pair.encode("utf-8")).decode("ascii")
+
+
 def get_models(base: str, *, api_key: str | None, timeout: float = 10) -> Any:
     """The JSON answer of an OpenAI-compatible ``GET {base}/models`` (``ncp doctor``'s first check)."""
     import json
     import urllib.error
     import urllib.request
 
+    base, basic = _without_userinfo(base)
     request = urllib.request.Request(base.rstrip("/") + "/models")
     if api_key:
         request.add_header("Authorization", f"Bearer {api_key}")
+    elif basic:  # credentials in the URL (http://user:pass@host/v1), sent as the model calls send them
+        request.add_header("Authorization", f"Basic {basic}")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the user's own endpoint
             data = json.loads(response.read().decode("utf-8") or "{}")

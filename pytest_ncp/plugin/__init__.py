@@ -79,6 +79,11 @@ def pytest_configure(config: pytest.Config) -> None:
                                                  workers=_xdist_workers(config), stop_file=stop_file,
                                                  hook=config.hook)
     config.pluginmanager.register(_ReportListener(ncp), "ncp-reports")
+    if not is_worker:
+        from .gate import GateItems, selection
+
+        ncp.selection = selection(config)
+        config.pluginmanager.register(GateItems(ncp), "ncp-gate")
     from .collect import add_default_spec_paths
 
     add_default_spec_paths(config, settings.specs)
@@ -127,6 +132,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     ncp = _ncp(session.config)
     if ncp is None or ncp.is_worker or session.config.option.collectonly:
         return
+    if _xdist_workers(session.config):  # the controller collects nothing: it checks before the workers start
+        _preflight(session, ncp)
     # Auditor canaries run once, on the controller, beside the episodes. Not in pytest_runtestloop: under
     # xdist the controller's own runtestloop answers that hook first and ours never runs.
     ncp.start_canaries()
@@ -161,6 +168,27 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # a gate can decide, only once every one of them has reported. (Under xdist the controller collects
     # nothing; XdistHooks learns them from the workers' collections instead.)
     ncp.expect(episode_key(i.spec.id, i.repeat) for i in session.items if isinstance(i, _SpecItem))
+    if not _xdist_workers(session.config):  # under xdist the controller collects nothing itself
+        if not session.config.option.collectonly and any(isinstance(i, _SpecItem) for i in session.items):
+            _preflight(session, ncp)  # only a session that will play episodes calls their endpoints
+        from .collect import no_spec_collected_line
+
+        line = no_spec_collected_line(session.config, ncp.settings.specs, session.items)
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if line is not None and reporter is not None:
+            reporter.write_line(line, yellow=True)
+
+
+def _preflight(session: pytest.Session, ncp: NcpSession) -> None:
+    """A broken endpoint stops the session before any episode, in seconds, with one message (exit 6)."""
+    broken = ncp.preflight()
+    if broken is None:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(broken, red=True)
+    pytest.exit("pytest-ncp: a model endpoint is broken (above)" if reporter is not None else broken,
+                returncode=EXIT_ERROR_BUDGET)
 
 
 def pytest_runtestloop(session: pytest.Session) -> None:
@@ -214,8 +242,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     ncp = _ncp(session.config)
     if ncp is None:
         return
-    ncp.close()
-    code = ncp.finish()
+    code = ncp.conclude()
+    if ncp.status_before_items is not None and session.exitstatus in (
+            pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = ncp.status_before_items  # what the tests alone gave: the verdict's code follows
+    from .gate import report_items
+
+    report_items(session.config, ncp)  # when the test loop never ended (collection errors, Ctrl-C)
     # An exceeded error budget (6) and a cost cap that cut episodes short (7) have their own exit codes, over
     # "tests failed": the run proves nothing either way, or is not the run that was asked for.
     if code in (EXIT_ERROR_BUDGET, EXIT_COST_CAP) and session.exitstatus in (pytest.ExitCode.OK,

@@ -2,8 +2,8 @@
 
 Every test of a spec reads the same episode, which runs once per session (``NcpSession``). Outcomes:
 a confirmed conflict, or a narrator error (it raised, timed out or answered nothing: the narrator's
-fault), fails the episode test; a violated commitment, or an achievement not satisfied by the end,
-fails that commitment's test; auditor, model and player errors, player faults and contested conflicts
+fault), fails the episode test; a violated commitment fails that commitment's test, and an achievement the
+episode never reached (it ended first) is skipped, "not reached in N turns"; auditor, model and player errors, player faults and contested conflicts
 (unknown outcomes, ``analysis/owners.py``) raise in ``setup`` and so are pytest *errors*, never failures; with ``--ncp-max-error-rate`` above 0 they are skipped
 instead and the session checks the budget at the end. Under a survival gate, failures are xfailed.
 """
@@ -11,6 +11,7 @@ instead and the session checks the budget at the end. Under a survival gate, fai
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
@@ -105,12 +106,51 @@ def add_default_spec_paths(config: pytest.Config, specs: Sequence[Path]) -> None
 
 
 def is_spec_file(config: pytest.Config, specs: Sequence[Path], file_path: Path) -> bool:
-    """A YAML file is a spec when it lies under a configured spec path or was named on the command line."""
+    """A YAML file is a spec when it lies under a configured spec path, was named on the command line, or lies
+    under a folder named on the command line and looks like a spec (``pytest suite/``, as pytest collects the
+    test files of a folder it is given; other YAML there, CI or tool settings, is left alone)."""
     path = file_path.resolve()
     here = Path(config.invocation_params.dir)
     if any(_within(path, (here / root).resolve()) for root in specs):
         return True
-    return config.args_source == pytest.Config.ArgsSource.ARGS and path in _given_paths(config)
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return False
+    given = _given_paths(config)
+    if path in given:
+        return True
+    return any(_within(path, g) for g in given if g.is_dir()) and looks_like_spec(path)
+
+
+# A spec's own top-level keys: a YAML file with ``id`` and most of these is a spec, valid or not (a broken one is
+# then reported as an invalid spec, with its file and line, rather than skipped in silence).
+SPEC_KEYS = ("synopsis", "initial_facts", "commitments", "trajectory")
+_TOP_KEY = re.compile(r"^([A-Za-z_]+):", re.MULTILINE)
+
+
+def looks_like_spec(path: Path) -> bool:
+    """Read without a YAML parser (collection stays cheap): top-level ``id:`` and at least three spec keys."""
+    try:
+        keys = set(_TOP_KEY.findall(path.read_text(encoding="utf-8", errors="replace")[:200_000]))
+    except OSError:
+        return False
+    return "id" in keys and sum(k in keys for k in SPEC_KEYS) >= 3
+
+
+def no_spec_collected_line(config: pytest.Config, specs: Sequence[Path], items: Sequence[pytest.Item]) -> str | None:
+    """One line when a session with a narrator collected no spec test at all: where spec tests come from."""
+    if any(isinstance(i, _SpecItem) for i in items):
+        return None
+    here = Path(config.invocation_params.dir)
+    configured = ", ".join(str(p) for p in specs) or "none"
+    given = [p for p in _given_paths(config) if p.is_dir()] if config.args_source == pytest.Config.ArgsSource.ARGS \
+        else []
+    yaml = [p for g in given for p in sorted(g.rglob("*.y*ml"))[:1]]
+    if items and not yaml:  # other tests ran, and no YAML was passed over: nothing to explain
+        return None
+    where = f" (the YAML under {os.path.relpath(yaml[0].parent, here)} does not look like a spec: it needs top-level " \
+            f"id and {', '.join(SPEC_KEYS)})" if yaml else ""
+    return (f"pytest-ncp: no spec test collected{where}; spec tests come from --ncp-specs / ini ncp_specs (now: "
+            f"{configured}) and the spec files and folders named on the command line")
 
 
 class SpecFile(pytest.File):
@@ -186,8 +226,8 @@ class _SpecItem(_NcpItem):
         self.result = result
         self._properties(result)
         if result.cut_by is not None:  # the budget's outcome: neither a pass nor the narrator's failure
-            pytest.skip(f"{self.spec.id}: cut short at turn {result.turns} by the cost cap "
-                        f"(--ncp-{result.cut_by}): not judged")
+            when = f"cut short at turn {result.turns}" if result.turns else "not started: it would not fit"
+            pytest.skip(f"{self.spec.id}: {when} by the cost cap (--ncp-{result.cut_by}): not judged")
         if result.termination.value == "cancelled":  # the budget's too: the sequential gate had decided
             pytest.skip(f"{self.spec.id}: cancelled at turn {result.turns} after the sequential gate decided "
                         "(--ncp-sequential-cancel): not judged")
@@ -196,7 +236,13 @@ class _SpecItem(_NcpItem):
 
             if self.ncp.settings.max_error_rate > 0:
                 pytest.skip(f"unknown outcome, counted against the error budget: {headline(result)}")
-            raise EpisodeError(self._error_text() if result.error else failure_text(result))
+            if result.error is None:
+                raise EpisodeError(failure_text(result))
+            first = self.ncp.first_error(result.error.kind, result.error.message, self.nodeid)
+            if first is not None:  # said in full once; every other test it stops names where
+                raise EpisodeError(f"{headline(result)}\n{result.error.kind} error, the same as in {first} (shown "
+                                   "there in full)")
+            raise EpisodeError(self._error_text())
 
     def _error_text(self) -> str:
         """Headline, the error, the trace path; the traceback only with -vv (it is in the trace)."""
@@ -265,9 +311,14 @@ class CommitmentItem(_SpecItem):
         assert self.result is not None
         commitment = self.spec.commitment(self.commitment_id)
         state = self.result.commitment_states[self.commitment_id]
-        if state == "VIOLATED" or (commitment.kind == "achievement" and state != "SATISFIED"):
+        if state == "VIOLATED":
             text = commitment_text(self.result, self.commitment_id)
             self._fail(text, text.splitlines()[0])
+        if commitment.kind == "achievement" and state != "SATISFIED":
+            # Not a broken promise: the episode stopped (its turn limit, the script's end, a failure elsewhere)
+            # before the story got there. Only a violation fails a commitment's test.
+            pytest.skip(f"{self.spec.id}: achievement {self.commitment_id} not reached in {self.result.turns} "
+                        f"turn(s) (the episode ended: {self.result.termination.value})")
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         line = self.spec.line_of("commitments", self.index)

@@ -68,6 +68,12 @@ class NcpSession:
         self.canary_cut_by: str | None = None  # "max-cost": the cost cap stopped the canaries
         self.fork_outcomes: dict[str, bool] = {}  # stored failure file name -> its fork test passed
         self.stored: list[Path] = []  # failures stored this session (--ncp-failures)
+        self.selection: str | None = None  # how -k, -m, --lf, --deselect narrowed the tests (gate.selection)
+        self.exit_code: int | None = None  # the verdict's exit code, once conclude() decided it
+        self.gate_items_reported = False  # the verdict's items (gate.py) are in the report stream
+        self.status_before_items: pytest.ExitCode | None = None  # pytest's exit status as the tests alone gave it
+        self._errors: dict[tuple[str, str], str] = {}  # (error kind, message) -> the test that showed it in full
+        self.preflight_failed = False  # a broken endpoint stopped the session before any episode: no verdict
         from datetime import datetime, timezone
 
         self.started_at = datetime.now(timezone.utc)  # results.json's provenance: when the session started
@@ -142,11 +148,33 @@ class NcpSession:
         """The episode's result; None when a sequential decision stopped the session before it started."""
         return self._runner().result(spec, repeat)
 
+    def first_error(self, kind: str, message: str, nodeid: str) -> str | None:
+        """Where this process already reported the same error in full (a test's node id), or None the first time:
+        a broken endpoint or auditor then reads as one error and its count, not hundreds of copies."""
+        first = self._errors.get((kind, message))
+        if first is None:
+            self._errors[(kind, message)] = nodeid
+        return first
+
     def unstarted_skip(self, item: pytest.Item) -> None:
         """Skip a test whose episode never started (the session stopped early); says so to the controller."""
         spec, repeat = getattr(item, "spec"), getattr(item, "repeat")
         item.user_properties.append(self.stop.unstarted_property(spec.id, repeat))
         pytest.skip(self.stop.skip_reason())
+
+    def preflight(self) -> str | None:
+        """Probe each endpoint the session will call once (``engine.preflight``), before any episode starts: the
+        message that stops the session when one is broken, else None."""
+        if not self.settings.run.narrator or self.settings.demo:
+            return None
+        from ..engine.narrators import load_narrator
+        from ..engine.preflight import endpoint_problems, preflight_message
+
+        problems = endpoint_problems(self.settings.run, load_narrator(self.settings.run.narrator), "--ncp-api-base")
+        if not problems:
+            return None
+        self.preflight_failed = True
+        return preflight_message(problems)
 
     # --- auditor canaries (docs/auditor.md): known answers audited beside the episodes -------------
     def start_canaries(self) -> None:
@@ -275,15 +303,16 @@ class NcpSession:
                                                   branch=self.settings.options.get("branch"), now=self.started_at)
         return self._provenance
 
-    def results(self, stopped: Stopped | None = None) -> RunResults:
-        """The session's results (``stopped``: see ``analysis.results.build_results``)."""
+    def results(self, stopped: Stopped | None = None, verdict: dict[str, Any] | None = None) -> RunResults:
+        """The session's results (``stopped``, ``verdict``: see ``analysis.results.build_results``)."""
         from ..analysis.results import build_results
 
         run = self.stop.run
         return build_results(self.settings.run.to_dict(), self.episode_records(),
                              survival_turn=self.settings.run.survival_turn, expected=self.expected - self.stop.unstarted,
                              stopped=stopped, canaries=self.canary_summary,
-                             sequential=run.to_dict() if run is not None else None, provenance=self.provenance())
+                             sequential=run.to_dict() if run is not None else None, provenance=self.provenance(),
+                             verdict=verdict)
 
     def record_history(self, stopped: Stopped | None) -> None:
         """``--ncp-history``: record the session's run; a problem is said as a warning (the verdict stands)."""
@@ -301,11 +330,19 @@ class NcpSession:
         except (HistoryError, OSError, ValueError) as exc:
             self.history_error = f"--ncp-history {path}: the run was not recorded: {exc}"
 
-    def write_results(self, stopped: Stopped | None = None) -> Path:
+    def write_results(self, stopped: Stopped | None = None, verdict: dict[str, Any] | None = None) -> Path:
         from ..analysis.results import write_results
 
         assert self.settings.report is not None
-        return write_results(self.settings.report, self.results(stopped))
+        return write_results(self.settings.report, self.results(stopped, verdict))
+
+    def conclude(self) -> int:
+        """Stop the episodes' loop and decide the verdict, once (at the end of the test loop, or at session
+        finish when the loop never ended); the verdict's exit code."""
+        if self.exit_code is None:
+            self.close()
+            self.exit_code = self.finish()
+        return self.exit_code
 
     def finish(self) -> int:
         """On the controller: the session's verdict (``analysis.verdict.decide``) and its report files.
@@ -318,7 +355,7 @@ class NcpSession:
         from ..analysis.verdict import BaselineResult, CanaryResult, decide
         from ..core.exit_codes import EXIT_OK
 
-        if self.is_worker or not (self.started or self.interrupted):
+        if self.is_worker or self.preflight_failed or not (self.started or self.interrupted):
             return EXIT_OK  # a session that runs no test (--collect-only, --fixtures) has nothing to decide
         if self.settings.failures is not None and self.fork_outcomes:
             from ..engine.failures import record_passes
@@ -340,7 +377,10 @@ class NcpSession:
         if self.settings.report and self.episodes:
             from ..report.html import write_html
 
-            write_html([self.write_results(stopped)], self.settings.report / "report.html")
+            from ..report.verdict import verdict_record
+
+            record = verdict_record(self.verdict, "session", self.selection)
+            write_html([self.write_results(stopped, verdict=record)], self.settings.report / "report.html")
         if self.episodes:
             self.record_history(stopped)
         return self.verdict.exit_code
@@ -370,8 +410,10 @@ class NcpSession:
 
         records = self.episode_records()
         metrics = compute_metrics(records, survival_turn=self.settings.run.survival_turn) if records else None
-        failures = stored_failure_lines(self.fork_outcomes, self.stored, samples=self.settings.fork_samples,
-                                        folder=self.settings.failures)
+        from ..report.text import repeated_error_lines
+
+        failures = [*stored_failure_lines(self.fork_outcomes, self.stored, samples=self.settings.fork_samples,
+                                          folder=self.settings.failures), *repeated_error_lines(records)]
         if self.verdict is None:  # finish() did not run (a worker, or pytest stopped before sessionfinish)
             return failures
         lines = session_lines(verdict=self.verdict, metrics=metrics, failures=failures, report=self.settings.report,

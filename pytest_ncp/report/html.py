@@ -222,6 +222,7 @@ def _run_view(index: int, run: RunData) -> dict[str, Any]:
         "demo": bool(config.get("demo")),
         "canaries": _canaries(run.results.canaries.model_dump(mode="json") if run.results.canaries else None),
         "incomplete": run.results.incompleteness(),
+        "verdict": run.results.verdict.model_dump(mode="json") if run.results.verdict is not None else None,
         "episodes": [_episode_view(run, f"r{index}-e{j}", e) for j, e in enumerate(run.episodes)],
         "blame": _blame_view(index, run),
     }

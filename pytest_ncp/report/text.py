@@ -8,11 +8,12 @@ escape sequence in a narration is shown, never executed by the reader's terminal
 from __future__ import annotations
 
 import textwrap
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..core.safe_text import one_line, printable
 
 if TYPE_CHECKING:
+    from ..core.records import EpisodeRecord
     from ..engine.episode import EpisodeResult
 
 _KIND = {"fact": "fact conflict", "commitment": "commitment conflict", "player_input": "player-input conflict"}
@@ -242,3 +243,14 @@ def metrics_table(m: Mapping[str, Any], title: str = "ncp") -> str:
     ]
     return "\n".join([title, *(f"  {label:<{width}}  {value}" for label, value in rows), *notes])
 
+
+
+def repeated_error_lines(records: Sequence[EpisodeRecord]) -> list[str]:
+    """One line per error that ended more than one episode the same way, with its count: a broken endpoint or
+    auditor reads as one problem, not as many."""
+    from collections import Counter
+
+    counts: Counter[tuple[str, str]] = Counter(
+        (e.error.kind, e.error.message) for e in records if e.error is not None and e.error.message)
+    return [f"ncp: {n} episodes ended in the same {kind} error: {one_line(message, 200)}"
+            for (kind, message), n in counts.most_common() if n > 1]

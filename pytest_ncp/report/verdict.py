@@ -6,7 +6,8 @@ decision. ``name`` is what the run is called in the sentences: ``run`` for ``ncp
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import html
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ..analysis.metrics import BudgetVerdict, GateVerdict
 from ..core.options import NCP, PYTEST
@@ -199,3 +200,72 @@ def verdict_blocks(verdict: Verdict, name: str = "run") -> list[list[str]]:
 
 def verdict_lines(verdict: Verdict, name: str = "run") -> list[str]:
     return [line for block in verdict_blocks(verdict, name) for line in block]
+
+
+# --- the verdict as data: results.json ``verdict``, the pytest items ncp::gate[KIND] ------------------------------
+
+PART_KINDS: dict[type, str] = {Completeness: "complete", Budget: "error-budget", CostCap: "cost-cap",
+                               SurvivalGate: "survival", NarratorErrors: "narrator-errors", Canaries: "canaries",
+                               Baseline: "baseline", Problems: "problems"}
+
+
+def _figures(part: Part) -> dict[str, Any]:
+    """threshold, value, interval (and the gate's turn) of one part, in the threshold's unit."""
+    if isinstance(part, Completeness):
+        return {"threshold": part.expected, "value": part.finished}
+    if isinstance(part, Budget):
+        return {"threshold": part.budget.max_rate, "value": round(part.budget.rate, 6)}
+    if isinstance(part, CostCap):
+        return {"threshold": part.cap, "value": round(part.spent, 6)}
+    if isinstance(part, SurvivalGate):
+        interval = part.fixed.interval
+        return {"threshold": part.gate.rate, "turn": part.gate.turn,
+                "value": round(part.fixed.measured, 6) if part.fixed.measured is not None else None,
+                "interval": [round(interval[0], 6), round(interval[1], 6)] if interval is not None else None}
+    if isinstance(part, NarratorErrors):
+        return {"threshold": 0, "value": part.count}
+    if isinstance(part, Canaries):
+        summary = part.result.summary or {}
+        rates = [r for r in (summary.get("recall"), summary.get("clean_rate")) if isinstance(r, (int, float))]
+        return {"threshold": summary.get("min_recall"), "value": min(rates) if rates else None}
+    if isinstance(part, Baseline):
+        c = part.result.comparison
+        if c is None or not c.measurable:
+            return {}
+        return {"threshold": c.alpha, "value": round(c.diff, 6), "interval": [round(c.ci[0], 6), round(c.ci[1], 6)],
+                "turn": c.turn}
+    return {"value": len(part.problems)} if isinstance(part, Problems) else {}
+
+
+def check_record(part: Part, name: str = "run") -> dict[str, Any]:
+    """One part as a ``analysis.results.VerdictCheck`` document."""
+    reason = part_lines(part, name) or [f"{PART_KINDS[type(part)]}: {part.decision}"]
+    return {"kind": PART_KINDS[type(part)], "decision": part.decision, **_figures(part), "reason": "\n".join(reason)}
+
+
+def verdict_record(verdict: Verdict, name: str = "run", selection: str | None = None) -> dict[str, Any]:
+    """The verdict as a ``analysis.results.VerdictRecord`` document (results.json ``verdict``)."""
+    record: dict[str, Any] = {"outcome": verdict.outcome, "exit_code": verdict.exit_code,
+                              "checks": [check_record(p, name) for p in verdict.parts]}
+    if selection is not None:
+        record["selection"] = selection
+    return record
+
+
+def verdict_markdown(record: Mapping[str, Any], *, label: str) -> str:
+    """A run's verdict as a Markdown table (``ncp report --markdown``, for a CI job summary)."""
+    def md(text: str) -> str:
+        return html.escape(text, quote=False).replace("|", "\\|").replace("\n", "<br>")
+
+    out = [f"**Verdict: {md(label)}: {str(record['outcome']).upper()} (exit {record['exit_code']})**", ""]
+    if record.get("selection"):
+        out += [f"<sub>{md(str(record['selection']))}</sub>", ""]
+    out += ["| check | decision | required | measured | why |", "|:---|:---|---:|---:|:---|"]
+    for c in record["checks"]:
+        interval = c.get("interval")
+        measured = "" if c.get("value") is None else f"{c['value']:g}" + (
+            f" ({interval[0]:g}-{interval[1]:g})" if interval else "")
+        required = "" if c.get("threshold") is None else f"{c['threshold']:g}" + (
+            f" @{c['turn']}" if c.get("turn") is not None and c["kind"] == "survival" else "")
+        out.append(f"| {md(c['kind'])} | {md(c['decision'])} | {required} | {measured} | {md(c['reason'])} |")
+    return "\n".join(out) + "\n"

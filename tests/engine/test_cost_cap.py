@@ -218,3 +218,36 @@ def test_the_estimate_bounds_votes_and_screening_per_step(tmp_path, capsys):
     assert made[("auditor", "conflict_confirmation")] >= 3  # a flag, confirmed by three votes
     for key, calls in made.items():
         assert calls <= rows[key], (key, calls, rows[key])
+
+
+def test_a_cap_of_thirty_percent_judges_about_thirty_percent_of_the_episodes_fully(priced, tmp_path, capsys):
+    """Before: every episode started at once and the cap was spread over all of them (21 of 21 cut short, nothing
+    judged). An episode now starts only while the cap can pay for it to its end."""
+    specs = caligari_twins(tmp_path, 10)
+
+    def run(out, *extra):
+        return main(["run", "--narrator", "pytest_ncp.narrators:LLMNarrator", "--narrator-model", PRICED,
+                     "--auditor-model", PRICED, "--api-base", priced.base_url, "--specs", *specs, "--max-turns", "4",
+                     "--concurrency", "16", "--workers", "1", "--out", str(out), *extra])
+
+    assert run(tmp_path / "full") == 0
+    whole = answered(priced) * PER_CALL
+    priced.reset()
+    priced.add(usage=USAGE)
+    cap = 0.32 * whole
+    assert run(tmp_path / "capped", "--max-cost", f"{cap}") == EXIT_COST_CAP
+    capsys.readouterr()
+    episodes = json.loads((tmp_path / "capped" / "results.json").read_text())["episodes"]
+    judged = [e for e in episodes if e["termination"] != "budget"]
+    assert len(judged) == 3 and all(e["turns"] == 4 for e in judged), [e["termination"] for e in episodes]
+    assert all(e["turns"] == 0 for e in episodes if e["termination"] == "budget")  # not started, not cut mid-way
+    assert answered(priced) * PER_CALL <= cap
+
+
+def test_the_estimate_gives_an_expected_figure_beside_the_bound(priced, capsys):
+    assert run_ncp(priced, "--estimate", "--max-cost", "0.01") == 0
+    text = capsys.readouterr().out
+    assert "upper bound: every episode plays its whole script" in text
+    line = next(x for x in text.splitlines() if x.startswith("expected: about "))
+    assert "end at each turn" in line and "answers of typical length" in line
+    assert "of the episodes fit the cap at the expected cost" in text

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import pytest
 
@@ -65,6 +64,8 @@ def test_a_call_cancelled_in_flight_keeps_its_reservation(ncp_model_server):
     """A request the client abandons mid-flight (a speculative turn discarded at an episode's end, a narration
     of a refused input, a timeout) was sent: the provider may bill it. Its whole reservation counts as spent, so
     under a cap of one and a half bounds a second such request is refused instead of sent."""
+    import threading
+
     from pytest_ncp.testing import ScriptedModelServer
 
     messages = [{"role": "user", "content": "x " * 1000}]
@@ -72,22 +73,31 @@ def test_a_call_cancelled_in_flight_keeps_its_reservation(ncp_model_server):
     price = price_of(PRICED)
     assert price is not None
     bound = price.bound(prompt, 100)
-    with ScriptedModelServer(latency=0.4) as server:
-        server.add(usage={"prompt_tokens": prompt, "completion_tokens": 100})
+    arrived, release, sent = threading.Event(), threading.Event(), []
+
+    def held(request):  # the first request is at the server, and stays there until the test lets it go
+        sent.append(request)
+        if len(sent) == 1:
+            arrived.set()
+            release.wait(30)
+
+    with ScriptedModelServer() as server:
+        server.add(usage={"prompt_tokens": prompt, "completion_tokens": 100}, reply=held)
         client = ModelClient(api_base=server.base_url, max_cost=1.5 * bound)
 
         async def run() -> None:
             first = asyncio.ensure_future(client.complete("narrator", PRICED, messages, max_tokens=100))
-            await asyncio.sleep(0.15)  # the request is at the server
+            assert await asyncio.get_running_loop().run_in_executor(None, arrived.wait, 30)
             first.cancel()
             await asyncio.gather(first, return_exceptions=True)
             with pytest.raises(CostCapReached):
                 await client.complete("narrator", PRICED, messages, max_tokens=100)
 
-        asyncio.run(run())
-        time.sleep(0.5)  # the server records a request once its latency has passed
-        sent = sum(r.path.endswith("/chat/completions") for r in server.requests)
-    assert sent == 1 and client.spent_usd == pytest.approx(bound)
+        try:
+            asyncio.run(run())
+        finally:
+            release.set()
+    assert len(sent) == 1 and client.spent_usd == pytest.approx(bound)
 
 
 def test_a_success_whose_confirmation_the_cap_refused_is_not_recorded_as_satisfied(play, caligari, ncp_model_server):

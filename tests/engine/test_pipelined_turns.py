@@ -50,12 +50,14 @@ SCENARIOS = {
 }
 
 
-def run(server, out, *, pipeline, narrator=LLMNarrator, scenario, latency=0.0, repeats=2):
+def run(server, out, *, pipeline, narrator=LLMNarrator, scenario, latency=0.0, repeats=2, then=None):
     server.reset()
     server.latency = latency
     server.add(role="narrator", reply=scene)
     for rule in SCENARIOS[scenario]["rules"]:
         server.add(**rule)
+    if then is not None:  # rules added last win
+        then(server)
     inputs = [f"I act, turn {i}." for i in range(1, SCENARIOS[scenario].get("inputs", 50) + 1)]
     config = RunConfig(narrator="unused:X", narrator_model="openai/narrator", auditor_model="openai/auditor",
                        api_base=server.base_url, max_turns=SCENARIOS[scenario]["turns"], repeats=repeats,
@@ -101,8 +103,23 @@ def test_pipelined_and_sequential_schedules_give_identical_results(ncp_model_ser
 
 
 def test_a_discarded_speculative_turn_is_reported_apart_and_nowhere_else(ncp_model_server, tmp_path):
-    # With some latency the speculative narration of turn 4 finishes while turn 3's conflict is confirmed.
-    results, data = run(ncp_model_server, tmp_path, pipeline=True, scenario="conflict", latency=0.05)
+    # Turn 3's conflict check waits at the server until the narration of turn 4, played ahead, has been answered.
+    def after_turn_four_narrated(server):
+        import threading
+        import time
+
+        stop = threading.Event()
+
+        def held(request):
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not any(
+                    r.role == "narrator" and "turn 4." in r.text and r.status == 200 for r in server.requests):
+                stop.wait(0.01)
+            return conflict("Scene 3: the lamps burn low")
+
+        server.add(step="conflict_check", contains="TURN 3.", reply=held, times=1)
+
+    results, data = run(ncp_model_server, tmp_path, pipeline=True, scenario="conflict", then=after_turn_four_narrated)
     result = results[0]
     narrated = [r for r in ncp_model_server.requests if r.role == "narrator" and "turn 4." in r.text]
     assert narrated, "turn 4 was played ahead"
@@ -118,10 +135,35 @@ def test_a_discarded_speculative_turn_is_reported_apart_and_nowhere_else(ncp_mod
     assert "Scene 4" not in json.dumps(normalise(result))
 
 
+def hold_turn_three(server, in_flight):
+    """Turn 3's audit requests and turn 4's narration wait at the server until ``in_flight`` requests are there at
+    once (or 10 s pass): the overlap the test counts is made by the schedule under test, not by a latency that a
+    busy machine may outrun. Afterwards every request is answered at once."""
+    import threading
+    import time
+
+    opened, stop = threading.Event(), threading.Event()
+
+    def hold():
+        deadline = time.monotonic() + 10
+        while not opened.is_set() and server.max_in_flight < in_flight and time.monotonic() < deadline:
+            stop.wait(0.01)
+        opened.set()
+
+    def held(request):
+        hold()
+        return scene(request) if request.role == "narrator" else None
+
+    server.add(role="auditor", contains="TURN 3.", reply=held)
+    server.add(role="narrator", regex=r"turn 4\.", reply=held)
+
+
 def test_the_next_narration_overlaps_the_audit(ncp_model_server, tmp_path):
-    run(ncp_model_server, tmp_path / "seq", pipeline=False, scenario="turn-limit", latency=0.05, repeats=1)
+    run(ncp_model_server, tmp_path / "seq", pipeline=False, scenario="turn-limit", repeats=1,
+        then=lambda server: hold_turn_three(server, 4))
     assert ncp_model_server.max_in_flight == 4  # the four audit steps, then the narrator alone
-    run(ncp_model_server, tmp_path / "pipe", pipeline=True, scenario="turn-limit", latency=0.05, repeats=1)
+    run(ncp_model_server, tmp_path / "pipe", pipeline=True, scenario="turn-limit", repeats=1,
+        then=lambda server: hold_turn_three(server, 5))
     assert ncp_model_server.max_in_flight == 5  # the four audit steps and the next narration
 
 

@@ -13,7 +13,7 @@ from pytest_ncp.llm import AdaptiveLimiter, ModelClient
 from pytest_ncp.engine.players import ScriptedPlayer
 from pytest_ncp.engine.runner import Runner
 from pytest_ncp.core.spec import parse_spec
-from tests.conftest import FIXTURES, SPECS, ListNarrator
+from tests.conftest import FIXTURES, SPECS, ListNarrator, hold_until_in_flight
 from pytest_ncp.testing import data_blocks
 
 SECRET = "sk-proj-SECRETSECRET0123456789"
@@ -36,15 +36,17 @@ def runner(server, tmp_path, narrator=None, api_base=None, **config):
 
 
 def test_a_turns_four_audit_steps_are_in_flight_together(ncp_model_server, tmp_path):
-    ncp_model_server.latency = 0.05
     # Two turns: with the default `auto` mode the run's first structured call finds the endpoint's
-    # output mode alone; every later turn sends its four steps at once.
+    # output mode alone; every later turn sends its four steps at once (held at the server until they are all
+    # there, or 10 s: a turn that sent them one by one would count 1).
+    hold_until_in_flight(ncp_model_server, 4, role="auditor", contains="TURN 2.")
     asyncio.run(runner(ncp_model_server, tmp_path, max_turns=2).run(twins(1)))
     assert ncp_model_server.max_in_flight == 4
 
 
 def test_episode_concurrency_bound_is_respected(ncp_model_server, tmp_path):
-    ncp_model_server.latency = 0.05
+    # Turn 2's audits wait at the server until a second episode's calls are in flight beside them (or 10 s).
+    hold_until_in_flight(ncp_model_server, 5, role="auditor", contains="TURN 2.")
     results = asyncio.run(runner(ncp_model_server, tmp_path, concurrency=2).run(twins(6)))
     assert [r.spec.id for r in results] == [f"story-{i}" for i in range(6)]  # input order
     # Two episodes at a time, four audit calls each.

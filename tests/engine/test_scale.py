@@ -71,6 +71,8 @@ def test_merged_shards_equal_the_unsharded_run(tmp_path, capsys):
     assert merged["metrics"] == whole["metrics"]
     assert merged.pop("merge")["sources"] == [str(tmp_path / f"shard-{i}" / "results.json") for i in (3, 1, 2)]
     assert whole.pop("merge") is None
+    # A run decides its verdict; a merge only joins shards (each shard's verdict judged its slice).
+    assert whole.pop("verdict")["outcome"] == "passed" and "verdict" not in merged
     assert merged == whole and merged["complete"] and len(merged["expected"]) == 8
     # The merged folder stands alone: every trace was copied beside its results.json.
     assert all((tmp_path / "all" / "traces" / e["trace"]).exists() for e in merged["episodes"])

@@ -19,7 +19,7 @@ from tests.conftest import FIXTURES, ListNarrator
 
 # What an episode reads from the run's settings (Episode.from_config), and what the run's model client reads.
 EPISODE = {"max_turns": 3, "max_response_chars": 123, "max_response_tokens": 45, "player_retries": 5,
-           "narrator_model": "openai/other-narrator", "pipeline": False}
+           "narrator_model": "openai/other-narrator", "pipeline": False, "narrator_timeout": 9.5}
 CALLS = {"timeout": 7.0, "deadline": 30.0, "concurrency_per_endpoint": 2, "max_tokens": {"narrator": 77},
          "structured_output": "json_object", "system_prompt": "merge"}
 AUDITOR = {"auditor_model": "openai/other-auditor", "audit_votes": 3, "auditor_context_tokens": 4096}

@@ -28,7 +28,7 @@ def test_a_player_fault_is_an_error_with_its_owner_not_a_narrator_failure(projec
     report = tmp_path / "report"
     result = project.run("-q", "--ncp-player=adversarial", "--ncp-player-model=openai/player",
                          f"--ncp-report={report}", "-k", "episode")
-    result.assert_outcomes(errors=1)
+    result.assert_outcomes(errors=1, failed=1)  # the failed test is the exceeded error budget's
     out = result.stdout.str()
     assert "caligari: player fault at turn 2: an unfair simulated input provoked a fact conflict (F2)" in out
     assert "unfair player input (after 3 attempt(s))" in out and GOD_MODE in out
@@ -53,7 +53,7 @@ def test_a_split_majority_under_votes_fails_the_narrator_and_shows_the_split(pro
     # The error budget does not matter: a conflict a majority confirmed is the narrator's, not an unknown.
     result = project.run("-q", "--ncp-audit-votes=3", "--ncp-max-error-rate=1", f"--ncp-report={report}",
                          "-k", "episode")
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(failed=1, passed=1)  # the error budget (above 0) is a passed test of its own
     result.stdout.fnmatch_lines(["  narrator * 1  fact conflict 1 (split votes: 1 at 2/3): caligari[[]r0[]]"])
     assert result.ret == 1
     episode = json.loads((report / "results.json").read_text())["episodes"][0]

@@ -58,7 +58,9 @@ def test_a_gated_run_whose_auditor_misses_canaries_fails_naming_the_auditor(proj
         "canary gate FAILED: the auditor (openai/gpt-4o-mini) missed known answers *the AUDITOR, not the "
         "narrator, is in doubt*",
     ])
-    assert "failed" not in result.parseoutcomes()  # no narrator test is blamed
+    # No narrator test is blamed: the one failed test is the canaries' own gate item.
+    assert result.parseoutcomes()["failed"] == 1
+    result.stdout.fnmatch_lines(["FAILED ncp::gate[[]canaries[]] - auditor canaries: 0/3 violations caught*"])
 
 
 def test_invalid_canary_answers_are_misses(project):

@@ -38,7 +38,7 @@ def studio(project):
 def test_a_confirmed_conflict_is_stored_small_and_replayed_first(studio):
     folder = studio.pytester.path / "failures"
     first = studio.run("-v", f"--ncp-failures={folder}", narrator="studio:Breaks", max_turns=5)
-    first.assert_outcomes(failed=3, passed=4)  # the episode and the two achievements never reached
+    first.assert_outcomes(failed=1, passed=4, skipped=2)  # the episode; the two achievements never reached
     stored = folder / "caligari@t3.jsonl"
     assert stored.is_file()
     events = [json.loads(line) for line in stored.read_text().splitlines()]
@@ -96,10 +96,10 @@ def test_a_stored_failure_whose_spec_changed_is_an_error_naming_the_change(studi
 def test_stored_failures_are_stored_and_run_under_xdist(studio):
     folder = studio.pytester.path / "failures"
     first = studio.run_subprocess("-n", "2", f"--ncp-failures={folder}", narrator="studio:Breaks", max_turns=5)
-    first.assert_outcomes(failed=3, passed=4)
+    first.assert_outcomes(failed=1, passed=4, skipped=2)
     assert [p.name for p in folder.glob("*.jsonl")] == ["caligari@t3.jsonl"]  # stored by the controller
     result = studio.run_subprocess("-n", "2", f"--ncp-failures={folder}", narrator="studio:Fixed", max_turns=5)
-    result.assert_outcomes(passed=6, failed=2)  # the fork passes; the two achievements are never reached
+    result.assert_outcomes(passed=6, skipped=2)  # the fork passes; the two achievements are never reached
     result.stdout.fnmatch_lines(["*stored failures: 1 of 1 pass*"])
     assert json.loads((folder / ".passes.json").read_text()) == {"caligari@t3.jsonl": 1}
 
@@ -128,6 +128,6 @@ def test_named_test_paths_leave_stored_failures_out_unless_failures_only(studio)
     folder = studio.pytester.path / "failures"
     studio.run(f"--ncp-failures={folder}", narrator="studio:Breaks", max_turns=5)
     named = studio.run("specs/caligari.yaml", f"--ncp-failures={folder}", narrator="studio:Fixed", max_turns=5)
-    named.assert_outcomes(passed=5, failed=2)  # the spec's 7 tests, no fork[...]
+    named.assert_outcomes(passed=5, skipped=2)  # the spec's 7 tests, no fork[...]
     only = studio.run("specs/caligari.yaml", f"--ncp-failures={folder}", "--ncp-failures-only", narrator="studio:Fixed")
     only.assert_outcomes(passed=1, deselected=7)

@@ -12,7 +12,7 @@ def test_conflict_fails_the_episode_with_a_headline_and_ledger_diff(project):
         "added": [{"text": "The fair is noisy.", "quote": "The fair is loud"}], "negated": []})
     project.conflict_at(3)
     result = project.run("-q")
-    result.assert_outcomes(failed=3, passed=4)  # the episode and the two unmet achievements
+    result.assert_outcomes(failed=1, passed=4, skipped=2)  # the episode; the two achievements were never reached
     out = result.stdout.str()
     result.stdout.fnmatch_lines([
         "*_ episode?caligari? _*",
@@ -26,7 +26,7 @@ def test_conflict_fails_the_episode_with_a_headline_and_ledger_diff(project):
     assert "turn 2 player:" in out and "turn 3 narrator:" in out
     assert "--- ledger after turn 0" in out and "+ F10: The fair is noisy.  (added at turn 1" in out
     assert "Captured ncp transcript call" in out
-    result.stdout.fnmatch_lines(["caligari:C5: achievement not satisfied by the end of the episode*"])
+    assert "achievement not satisfied" not in out  # an achievement the story never got to is no failure
 
 
 def test_commitment_conflict_fails_that_commitment(project):
@@ -40,8 +40,10 @@ def test_commitment_conflict_fails_that_commitment(project):
 def test_narrator_exception_fails_the_narrator_and_the_rest_runs(project):
     project.twin("other")
     result = project.run("-q", narrator="agent:Exploding")
-    # The narrator's own crash is its failure (episode tests and unmet achievements), not a pytest error.
-    result.assert_outcomes(failed=6, passed=8)
+    # The narrator's own crash is its failure (the episode tests, and the session's narrator-errors check), not a
+    # pytest error; the achievements it never reached are skipped.
+    result.assert_outcomes(failed=3, passed=8, skipped=4)
+    result.stdout.fnmatch_lines(["FAILED ncp::gate[[]narrator-errors[]] - ncp: 2 episode(s) ended in a narrator*"])
     project.succeed_at(3)
     result = project.run("-q", "-k", "caligari")
     result.assert_outcomes(passed=7)
@@ -50,7 +52,8 @@ def test_narrator_exception_fails_the_narrator_and_the_rest_runs(project):
 def test_auditor_garbage_is_an_error(project):
     project.server.add(step="trajectory_update", reply="not json at all")
     result = project.run("-q", "-k", "episode")
-    result.assert_outcomes(errors=1)
+    result.assert_outcomes(errors=1, failed=1)  # the failed test is the exceeded error budget's (exit 6)
+    assert result.ret == 6
     result.stdout.fnmatch_lines(["*caligari: auditor error after turn 0: auditor step trajectory_update*"])
 
 

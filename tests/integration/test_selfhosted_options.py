@@ -13,7 +13,8 @@ def test_model_call_options_reach_every_request(project):
     result = project.run("--ncp-max-tokens=auditor=300,narrator=50", "--ncp-system-prompt=merge",
                          "--ncp-concurrency-per-endpoint=1", "--ncp-timeout=30", "--ncp-report=out", max_turns=1)
     assert result.parseoutcomes()["passed"] >= 1  # the episode passed (achievements need more turns)
-    requests = project.server.requests
+    # The chat calls (the run's preflight GETs the model list first).
+    requests = [r for r in project.server.requests if r.path.endswith("/completions")]
     assert {r.body.get("max_tokens") for r in requests} == {300}
     assert all(m["role"] != "system" for r in requests for m in r.body["messages"])
     assert project.server.max_in_flight == 1
@@ -46,11 +47,12 @@ def test_ini_sets_max_tokens_and_the_command_line_wins(project):
         ncp_structured_output = json_object
     """)
     project.run(max_turns=1)
-    assert {r.body.get("max_tokens") for r in project.server.requests} == {111}
-    assert {r.body["response_format"]["type"] for r in project.server.requests} == {"json_object"}
+    calls = [r for r in project.server.requests if r.path.endswith("/completions")]  # not the preflight's GET
+    assert {r.body.get("max_tokens") for r in calls} == {111}
+    assert {r.body["response_format"]["type"] for r in calls} == {"json_object"}
     project.server.reset()
     project.run("--ncp-max-tokens=auditor=222", max_turns=1)
-    assert {r.body.get("max_tokens") for r in project.server.requests} == {222}
+    assert {r.body.get("max_tokens") for r in project.server.requests if r.path.endswith("/completions")} == {222}
 
 
 def test_no_cacheprovider_leaves_no_pytest_cache(project):

@@ -50,9 +50,11 @@ def test_the_error_budget_counts_episodes_whose_tests_are_commitment_tests_only(
 
 
 def test_a_narrator_error_fails_the_session_even_when_only_invariant_tests_ran(project):
-    # The episode test (which fails on a narrator error) is deselected; the invariants it left PENDING pass.
+    # The episode test (which fails on a narrator error) is deselected; the invariants it left PENDING pass, and
+    # the session's narrator-errors check is the one failed test (before: exit 1 behind "2 passed").
     result = project.run("-q", "-k", "C1 or C2", narrator="agent:Exploding")
-    assert result.parseoutcomes().get("failed", 0) == 0
+    assert result.parseoutcomes().get("failed", 0) == 1
+    result.stdout.fnmatch_lines(["FAILED ncp::gate[[]narrator-errors[]] - *"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
     result.stdout.fnmatch_lines(["ncp: 1 episode(s) ended in a narrator error (raised, timed out or answered nothing)"])
 

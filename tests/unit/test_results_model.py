@@ -213,7 +213,7 @@ def reference_markdown() -> str:
              R.PlayerFault, R.ScreenProblem, R.Screening, R.NodeReached, R.FlagCounts, R.SpeculativeUsage,
              R.ForkOrigin, R.Metrics, R.SurvivalPoint, R.Blame, R.BlameRow, R.Canaries, R.CanaryCase, R.ShardRecord,
              R.MergeRecord, R.SequentialRecord, R.SequentialOutcome, R.SequentialGateRecord, R.PairedRecord,
-             R.MergedSequentialRecord, R.Provenance]
+             R.MergedSequentialRecord, R.Provenance, R.VerdictRecord, R.VerdictCheck]
     assert set(order) == set(models()), "a new record: add it to the doc's order"
     schema = R.results_json_schema()
     defs = schema["$defs"]
