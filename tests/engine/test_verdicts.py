@@ -160,8 +160,10 @@ def test_narrator_text_reaches_the_terminal_escaped(play, caligari, ncp_model_se
 def test_error_reasons_in_episode_lines_end_on_a_whole_word(ncp_model_server, tmp_path, caligari):
     class Raises:
         def respond(self, player_input, context):
+            # Longer than an episode line shows (400 characters): it is cut, at a word.
             raise RuntimeError("InternalServerError: litellm.InternalServerError: OpenAIException - the "
-                               "upstream connection was refused by the remote host \x1b[31mred\x1b[0m again")
+                               "upstream connection was refused by the remote host \x1b[31mred\x1b[0m again. "
+                               + "The proxy retried the upstream and was refused again. " * 8)
 
     runner = Runner(RunConfig(narrator="x:Y", auditor_model="openai/a", api_base=ncp_model_server.base_url,
                               max_turns=2), narrator_factory=Raises,
@@ -170,7 +172,7 @@ def test_error_reasons_in_episode_lines_end_on_a_whole_word(ncp_model_server, tm
     line = episode_line(result.record)
     reason = line.split("(narrator: ", 1)[1].split(");", 1)[0]
     assert reason.endswith(" …") and "\x1b" not in line
-    full = result.error.message
+    full = result.error.message.replace("\x1b", "\\x1b")  # the line shows escape codes as text
     assert full.startswith(reason[:-2]) and full[len(reason) - 2] == " "
 
 

@@ -135,13 +135,15 @@ def test_episodes_cancelled_after_the_decision_are_skipped_never_passed(project)
     # --ncp-sequential-cancel ends the episodes in flight at their next turn: censored, judged by no one, so
     # their tests are skipped with the reason, like the budget's other ending (--ncp-max-cost).
     many_specs(project)
-    # The 8th and 9th episodes of the seeded order are slow, so they are in flight when the 7th outcome decides.
+    # The 8th and 9th episodes of seed 0's order are slow, so they are in flight when the 7th outcome decides
+    # (the seed is given: without it each run draws its own order).
     order = [s for s, _ in episode_order([(f"story-{i:02d}", 0) for i in range(SPECS)], 0)]
     for spec_id in order[7:9]:
         project.server.add(step="conflict_check", contains=f"STORY: Story {spec_id[-2:]}", delay=0.4)
     out = project.pytester.path / "out"
     result = project.run_subprocess("-p", "no:xdist", "--ncp-min-survival=0.4@6", "--ncp-concurrency=2", "-q", "-rs",
-                                    "--ncp-sequential", "--ncp-sequential-cancel", f"--ncp-report={out}", max_turns=6)
+                                    "--ncp-sequential", "--ncp-sequential-cancel", "--ncp-seed=0", f"--ncp-report={out}",
+                                    max_turns=6)
     text = result.stdout.str()
     assert result.ret == pytest.ExitCode.OK, text
     cancelled = [e for e in results(out)["episodes"] if e["termination"] == "cancelled"]
