@@ -104,7 +104,7 @@ def open_history(path: str | Path, *, create: bool = True) -> sqlite3.Connection
     conn = sqlite3.connect(p, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
+        _wal(conn)
         _migrate(conn, p)
     except sqlite3.DatabaseError as exc:
         conn.close()
@@ -114,6 +114,22 @@ def open_history(path: str | Path, *, create: bool = True) -> sqlite3.Connection
         conn.close()
         raise
     return conn
+
+
+def _wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL. SQLite answers "database is locked" at once, without the busy handler, while another
+    connection holds the new file (two jobs creating one history): retry within the busy timeout."""
+    import time
+
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def schema_version(conn: sqlite3.Connection) -> int:
