@@ -58,18 +58,20 @@ def register(sub: Any) -> None:
     diff.set_defaults(func=cmd_diff)
 
 
-def _with_db(args: argparse.Namespace, work: Callable[[Any], int], *, create: bool = False) -> int:
+def with_history(path: str, prog: str, work: Callable[[Any], int], *, create: bool = False) -> int:
+    """``work(conn)`` on the history at ``path``; a history that cannot be opened or read is ``prog``'s usage
+    error, and the connection is closed either way."""
     from ..analysis.history import HistoryError, open_history
 
     try:
-        conn = open_history(args.db, create=create)
+        conn = open_history(path, create=create)
     except HistoryError as exc:
-        print(f"ncp history: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
         return work(conn)
     except HistoryError as exc:
-        print(f"ncp history: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     finally:
         conn.close()
@@ -119,7 +121,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         print("\n".join(list_lines(_listed(args, conn))))
         return EXIT_OK
 
-    return _with_db(args, work)
+    return with_history(args.db, "ncp history", work)
 
 
 def cmd_trend(args: argparse.Namespace) -> int:
@@ -129,7 +131,7 @@ def cmd_trend(args: argparse.Namespace) -> int:
         print("\n".join(trend_lines(_listed(args, conn))))
         return EXIT_OK
 
-    return _with_db(args, work)
+    return with_history(args.db, "ncp history", work)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -143,4 +145,4 @@ def cmd_diff(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         return EXIT_FAILED if diff.comparison is not None and diff.comparison.regression else EXIT_OK
 
-    return _with_db(args, work)
+    return with_history(args.db, "ncp history", work)

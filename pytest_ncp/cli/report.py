@@ -104,41 +104,35 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def _history_report(args: argparse.Namespace) -> int:
     """``--history DB``: the history page (--html) and the pull-request summary (--markdown)."""
-    from ..analysis.history import HistoryError, find_run, list_runs, open_history, pull_request_diff, rebuild
+    from ..analysis.history import find_run, list_runs, pull_request_diff, rebuild
+    from .history import with_history
     from ..report.history import episode_anchors, pull_request_markdown, render_history_html, report_link
 
     if args.results or args.json or not (args.html or args.markdown):
         print("ncp report: error: --history takes no RESULTS and writes --html FILE, --markdown or both",
               file=sys.stderr)
         return EXIT_USAGE
-    try:
-        conn = open_history(args.history, create=False)
-    except HistoryError as exc:
-        print(f"ncp report: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        if args.markdown:
-            run = find_run(conn, args.run)
-            base = args.base or run.base_branch or "main"
-            diff = pull_request_diff(conn, run, base_branch=base)
-            sys.stdout.write(pull_request_markdown(run, diff, base_branch=base,
-                                                   anchors=episode_anchors(rebuild(conn, run.run_id)),
-                                                   report_url=args.report_url))
-        if args.html:
-            out = Path(args.html)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            title = args.title if args.title != "NCP-Bench report" else "NCP-Bench history"
-            page = render_history_html(list_runs(conn), title=title,
-                                       link=lambda r: report_link(r, args.report_url,
-                                                                  relative_to=out.resolve().parent))
-            out.write_text(page, encoding="utf-8")
-            print(f"html history: {out}", file=sys.stderr)
-    except HistoryError as exc:
-        print(f"ncp report: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as exc:
-        print(f"ncp report: error: cannot write {args.html}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_USAGE
-    finally:
-        conn.close()
-    return EXIT_OK
+    def work(conn: Any) -> int:
+        try:
+            if args.markdown:
+                run = find_run(conn, args.run)
+                base = args.base or run.base_branch or "main"
+                diff = pull_request_diff(conn, run, base_branch=base)
+                sys.stdout.write(pull_request_markdown(run, diff, base_branch=base,
+                                                       anchors=episode_anchors(rebuild(conn, run.run_id)),
+                                                       report_url=args.report_url))
+            if args.html:
+                out = Path(args.html)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                title = args.title if args.title != "NCP-Bench report" else "NCP-Bench history"
+                page = render_history_html(list_runs(conn), title=title,
+                                           link=lambda r: report_link(r, args.report_url,
+                                                                      relative_to=out.resolve().parent))
+                out.write_text(page, encoding="utf-8")
+                print(f"html history: {out}", file=sys.stderr)
+        except OSError as exc:
+            print(f"ncp report: error: cannot write {args.html}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_USAGE
+        return EXIT_OK
+
+    return with_history(args.history, "ncp report", work)
