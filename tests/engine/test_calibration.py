@@ -345,3 +345,20 @@ def test_the_content_reviews_label_fixes_stay_fixed(gold):
     assert not errors
     findings = [f for f in findings if f.rule == "invariant-binds-player"]
     assert findings == [], [str(f) for f in findings]
+
+
+def test_the_v4_blind_reads_label_fixes_stay_fixed(gold):
+    # The 2026-12-05 blind read (calibration/blind-read/v4-gold2.md): negations an edit kept from its turn, a change
+    # told as hearsay, and deaths the ledger never recorded (a long-horizon case must be judgeable from the ledger).
+    cases = {c.id: c for c in gold.cases}
+    assert "F10" in cases["earnest-v4-e05"].negated and "F7" in cases["red-badge-v4-e01"].negated
+    e12 = cases["tale-two-cities-v4-e12"]
+    assert {"F2", "F5"} <= set(e12.negated) and "he heard" not in e12.response
+    assert "F5" in cases["tale-two-cities-v4-t09"].negated
+    assert "F3" in cases["thirty-nine-steps-v4-e11"].negated and "F3" in cases["thirty-nine-steps-v4-t22"].negated
+    for case_id, dead in (("king-solomons-mines-v4-e04", "Ventvögel"), ("tom-sawyer-v4-e03", "Robinson"),
+                          ("war-of-the-worlds-v4-e03", "Ogilvy")):
+        case = cases[case_id]
+        named = {i for c in case.conflicts if c.type == "fact" for i in c.ids}
+        ledger = {f.id: f.text for f in case.ledger().active()}
+        assert "commitment" in case.conflict_types and any(dead in ledger[i] for i in named), case_id
