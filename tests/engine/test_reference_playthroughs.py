@@ -192,6 +192,22 @@ def test_cases_on_a_live_spec_fail_the_check_when_it_drifts_until_rebuilt(v4, ca
     assert main(["calibrate", "--check", "--set", str(gold)]) == 0
 
 
+@pytest.mark.parametrize("before, after", [
+    ("Then Mr. Utterson walks up the street to the door.", "Now Mr. Utterson walks down the lane to the door."),
+    ("They dine with Mrs. Poole and Dr. J. G. Lanyon.", "They sup with Mrs. Hyde and Dr. H. K. Jekyll."),
+    ("The bells of St. Paul's ring over Mt. Pleasant.", "The chimes of St. Mary's ring over Mt. Hope."),
+    ('"Who are you?" he asks the stranger.', '"Where are you from?" he asks the old man.'),
+])
+def test_a_title_or_an_initial_does_not_split_the_sentence_an_edit_changes(before, after):
+    from pytest_ncp.calibration.edits import edit_problems
+
+    turn = "The fog is thick tonight. {} Poole opens the door and stands aside. The hall is cold."
+    assert edit_problems(turn.format(before), turn.format(after)) == []
+    # Two sentences changed are still two, titles or not.
+    two = turn.format(after).replace("The hall is cold.", "The hall is warm.")
+    assert any("2 sentence(s) changed" in p for p in edit_problems(turn.format(before), two))
+
+
 def test_length_auc_is_direction_free_and_counts_ties_half():
     from types import SimpleNamespace
 
