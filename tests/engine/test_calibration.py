@@ -362,3 +362,19 @@ def test_the_v4_blind_reads_label_fixes_stay_fixed(gold):
         named = {i for c in case.conflicts if c.type == "fact" for i in c.ids}
         ledger = {f.id: f.text for f in case.ledger().active()}
         assert "commitment" in case.conflict_types and any(dead in ledger[i] for i in named), case_id
+
+
+def test_the_rubric_does_not_excuse_a_quiet_override_by_a_motive_given_to_the_player(gold):
+    # The gold calls a quiet override a player-input conflict even where the narration gives the player character a
+    # reason of his own (gullivers-travels-v4-e08: he does not call, "no one would answer"); the conflict check and
+    # its confirmation must say the same, or a careful auditor that follows them is scored as a miss.
+    from pytest_ncp.engine.auditor import LLMAuditor
+    from pytest_ncp.prompts import render
+
+    case = next(c for c in gold.cases if c.id == "gullivers-travels-v4-e08")
+    assert case.conflict_types == {"player_input"} and "quiet-override" in case.tags
+    variables = LLMAuditor(client=None, model="m")._variables(case.context())  # type: ignore[arg-type]
+    conflict = {"type": "player_input", "fact_ids": [], "commitment_ids": [], "quote": "q", "explanation": "e"}
+    for step, extra in (("conflict_check", {}), ("conflict_confirmation", {"conflict": conflict, "flag_nonce": "0"})):
+        system = " ".join(render(step, **variables, **extra)[0]["content"].split())
+        assert "motive" in system and "prevent" in system and "the player's choice made for them" in system, step
