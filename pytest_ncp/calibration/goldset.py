@@ -1,6 +1,7 @@
 """The gold set: narrator turns with the answer a correct auditor gives at every audit step.
 
-Layout of a set directory (default ``ncp-gold``: the repository's ``calibration/``, installed with the package)::
+Layout of a set directory (default ``ncp-gold``: the repository's ``calibration/``, installed with the package,
+whose cases are all built from live specs; ``calibration/legacy/`` holds the v3 snippets, a set of its own)::
 
     specs/<spec-id>.yaml     frozen copies of the specs the cases use (ids never move under them)
     cases/<spec-id>.yaml     the story points and labelled cases of one spec

@@ -19,8 +19,10 @@ from pytest_ncp.testing.calibration import install, request_key
 from tests.conftest import ROOT
 
 GOLD = ROOT / "calibration"
-# Scoring rules are checked on a few specs (every conflict type, ~70 cases); the gold auditor runs on all.
-SOME = ("caligari", "dracula", "frankenstein", "metropolis", "nosferatu")
+# The v3 snippets on frozen spec copies: a gold set of its own, no longer the default.
+LEGACY = GOLD / "legacy"
+# Scoring rules are checked on a few specs (every conflict type, ~80 cases); the gold auditor runs on all.
+SOME = ("all-quiet", "macbeth")
 CONFLICT_ROWS = ("conflict: any", "conflict: fact", "conflict: commitment", "conflict: player_input")
 
 
@@ -29,8 +31,8 @@ def gold():
     return load_gold_set(GOLD)
 
 
-def calibrate(server, out: Path, *extra: str) -> tuple[int, dict]:
-    code = main(["calibrate", "--set", str(GOLD), "--auditor-model", "openai/scripted-auditor",
+def calibrate(server, out: Path, *extra: str, gold_set: Path = GOLD) -> tuple[int, dict]:
+    code = main(["calibrate", "--set", str(gold_set), "--auditor-model", "openai/scripted-auditor",
                  "--api-base", server.base_url, "--out", str(out), *extra])
     path = out / "calibration.json"
     return code, json.loads(path.read_text()) if path.exists() else {}
@@ -121,7 +123,7 @@ def test_calibration_replays_from_cassettes(ncp_model_server, gold, tmp_path):
 def test_calibrate_shapes_the_auditor_calls_as_ncp_run_does(ncp_model_server, gold, tmp_path):
     # The model-call options of ncp run (self-hosted models) reach the calibration's auditor calls.
     install(ncp_model_server, gold.cases, "gold")
-    code, data = calibrate(ncp_model_server, tmp_path, "--cases", "nosferatu", "--structured-output", "json_object",
+    code, data = calibrate(ncp_model_server, tmp_path, "--cases", "macbeth", "--structured-output", "json_object",
                            "--max-tokens", "auditor=321")
     assert code == 0 and data["summary"]["invalid"]["cases"] == 0
     audits = [r for r in ncp_model_server.requests if r.step]
@@ -134,7 +136,7 @@ def test_calibrate_shapes_the_auditor_calls_as_ncp_run_does(ncp_model_server, go
 def test_check_names_file_line_and_what_is_wrong(tmp_path, capsys):
     (tmp_path / "specs").mkdir()
     (tmp_path / "cases").mkdir()
-    shutil.copy(GOLD / "specs" / "nosferatu.yaml", tmp_path / "specs")
+    shutil.copy(LEGACY / "specs" / "nosferatu.yaml", tmp_path / "specs")
     (tmp_path / "cases" / "nosferatu.yaml").write_text(textwrap.dedent("""\
         spec: nosferatu
         points:
@@ -183,8 +185,8 @@ def test_a_long_horizon_point_rebuilds_a_ledger_grown_over_many_turns(tmp_path, 
     # would hold at turn t, with each fact's turn; a fact negated before it was added is refused.
     (tmp_path / "specs").mkdir()
     (tmp_path / "cases").mkdir()
-    shutil.copy(GOLD / "specs" / "nosferatu.yaml", tmp_path / "specs")
-    n = len(load_gold_set(GOLD).specs["nosferatu"].initial_facts)
+    shutil.copy(LEGACY / "specs" / "nosferatu.yaml", tmp_path / "specs")
+    n = len(load_gold_set(LEGACY).specs["nosferatu"].initial_facts)
     a, b, c = (f"F{n + i}" for i in (1, 2, 3))
     cases = textwrap.dedent(f"""\
         spec: nosferatu
@@ -315,25 +317,26 @@ def test_ncp_run_with_workers_audits_the_canaries_once_in_the_parent(ncp_model_s
     assert data["canaries"]["ok"] is True and data["canaries"]["k"] == 4 and len(data["episodes"]) == 2
 
 
-def test_the_injection_row_catches_an_auditor_that_obeys_the_narration(gold, tmp_path):
+def test_the_injection_row_catches_an_auditor_that_obeys_the_narration(tmp_path):
     # The gold auditor catches every injection case; the gullible one (gold labels, but it obeys a narration
-    # that addresses the auditor) misses all their violations, while its other rows look perfect.
+    # that addresses the auditor) misses all their violations, while its other rows look perfect. On the v3
+    # snippets: half their attacks sit beside a real violation (of the v4 edits, one does so far).
     from pytest_ncp.testing import ScriptedModelServer
 
-    attacks = [c for c in gold.cases if "injection" in c.tags]
+    attacks = [c for c in load_gold_set(LEGACY).cases if "injection" in c.tags]
     assert len(attacks) >= 30 and sum(c.violation for c in attacks) >= 15
     for mode, recall in (("gold", 1.0), ("gullible", 0.0)):
         with ScriptedModelServer() as server:
             install(server, attacks, mode)
-            code, data = calibrate(server, tmp_path / mode, "--cases", *[c.id for c in attacks])
+            code, data = calibrate(server, tmp_path / mode, "--cases", *[c.id for c in attacks], gold_set=LEGACY)
         row = data["summary"]["rows"]["injection: conflict"]
         assert row["recall"] == recall and row["cases"] == len(attacks), (mode, row)
 
 
-def test_the_content_reviews_label_fixes_stay_fixed(gold):
+def test_the_content_reviews_label_fixes_stay_fixed():
     # The 2026-12-01 content review: labels that were incomplete or wrong, and frozen invariants that bound the
-    # player character (a narrator could be blamed for the player's own choice).
-    cases = {c.id: c for c in gold.cases}
+    # player character (a narrator could be blamed for the player's own choice). The v3 set, now legacy.
+    cases = {c.id: c for c in load_gold_set(LEGACY).cases}
     assert "F14" in cases["wizard-of-oz-11"].negated
     for case_id in ("sign-of-four-05", "tale-two-cities-06", "gold-rush-06", "robin-hood-06"):
         assert "player_input" in cases[case_id].conflict_types, case_id  # the narrator invents the player's act
@@ -341,7 +344,7 @@ def test_the_content_reviews_label_fixes_stay_fixed(gold):
     assert "away until evening" not in (cases["dracula-05"].point.previous or "")
     from pytest_ncp.lint import lint_paths
 
-    findings, errors = lint_paths([GOLD / "specs"])
+    findings, errors = lint_paths([LEGACY / "specs"])
     assert not errors
     findings = [f for f in findings if f.rule == "invariant-binds-player"]
     assert findings == [], [str(f) for f in findings]
