@@ -454,6 +454,17 @@ def _playthrough_problems(case: GoldCase, live: bool) -> list[str]:
     return out
 
 
+def dropped_negations(case: GoldCase) -> list[str]:
+    """Facts the case's playthrough turn negates by a sentence the edit keeps, yet the case does not negate: a
+    label an edit most likely lost when it was copied from its turn (the turn's negation still holds)."""
+    turns = case.spec.playthrough or []
+    if case.from_turn is None or not 1 <= case.from_turn <= len(turns):
+        return []
+    response = _squash(case.response)
+    return [n.fact_id for n in turns[case.from_turn - 1].facts_negated or ()
+            if _squash(n.quote) in response and n.fact_id not in case.negated]
+
+
 def _label_problems(case: GoldCase) -> list[str]:
     """Labels that cannot be right for this case's spec, point and response."""
     out: list[str] = []

@@ -165,6 +165,23 @@ def test_a_minimal_edit_is_a_violation_case_and_survives_a_rebuild(v4, capsys):
     assert "gull-rock-low-water" in cases_file(gold).read_text()
 
 
+def test_check_notices_an_edit_that_keeps_its_turns_negation_but_drops_the_label(v4, capsys):
+    # Turn 4 negates F4 by "The cellar is empty but for the smell of brandy"; an edit that keeps the sentence
+    # and negates nothing most likely lost the label when it copied the turn. A notice, not a problem.
+    gold, _ = v4
+    add_case(gold, id="gull-rock-low-water", point="t04", from_turn=4, input=TURN4.input, response=LOW_WATER,
+             conflict="commitment:C1", why="the boat works the rock at low water, which C1 rules out")
+    capsys.readouterr()
+    assert main(["calibrate", "--check", "--set", str(gold)]) == 0
+    assert "NOTICE: 1 edit(s) keep the sentence by which their turn negates a fact, and do not negate it: " \
+           "gull-rock-low-water (F4)" in capsys.readouterr().out
+    data = yaml.safe_load(cases_file(gold).read_text())
+    data["cases"][-1]["negated"] = ["F4"]
+    cases_file(gold).write_text(yaml.safe_dump(data, sort_keys=False))
+    assert main(["calibrate", "--check", "--set", str(gold)]) == 0
+    assert "NOTICE" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("response, message", [
     (LOW_WATER.replace("The cellar is empty but for the smell of brandy.", "The cellar is empty."),
      "2 sentence(s) changed, added or removed"),
