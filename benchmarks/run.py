@@ -21,10 +21,10 @@ player scripted; traces and results are written. Options other than defaults are
   6. tokens per audited turn, by step, the same run                (a prompt change that makes the auditor dearer)
   7. --max-cost overshoot over the cap, priced model names         (target <= 5%)
   8. audit prompt per narrator turn, raw and priced at cached rates, 24 specs x 8 turns (target: at a 50% cached
-     rate, at most half of ncp-prompts/5's 10,671 characters)
+     rate, at most half of ncp-prompts/5's figure on the same run, 14,882 characters: 7,441)
 
-    python benchmarks/run.py --price          # figure 8 alone (about 10 s): the price table of the audit prompts
-    python benchmarks/run.py --price --baseline main   # ... with main's prompts beside this checkout's
+    python benchmarks/run.py --price          # figure 8 alone (about 20 s): the price table of the audit prompts
+    python benchmarks/run.py --price --baseline 7e8b20c   # ... with prompts 5 (or any git ref) beside this checkout's
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import bisect
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -146,11 +147,35 @@ def twins(n: int) -> Path:
 
 
 def first_specs(n: int) -> Path:
+    """The first ``n`` specs of this checkout, copied afresh (a copy left by an earlier checkout would be stale)."""
     folder = TMP / f"specs-{n}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for path in sorted(p for p in (ROOT / "specs").glob("*.yaml"))[:n]:
+        (folder / path.name).write_text(path.read_text())
+    return folder
+
+
+def price_specs() -> Path:
+    """Figure 8's specs: the first 24 as they were at PRICE_SPECS_REF, the main the price target was set on.
+
+    The specs of today's checkout carry reference playthroughs that older prompt versions' loaders refuse, and
+    rewritten scripted inputs; pinning the specs keeps every prompt version's figure on the same run."""
+    folder = TMP / f"specs-price-{PRICE_SPECS_REF}"
     if not folder.exists():
-        folder.mkdir(parents=True)
-        for path in sorted(p for p in (ROOT / "specs").glob("*.yaml"))[:n]:
-            (folder / path.name).write_text(path.read_text())
+        listing = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "--name-only", PRICE_SPECS_REF, "specs/"],
+                                 capture_output=True, text=True)
+        if listing.returncode != 0:
+            raise SystemExit(f"figure 8 needs the specs of {PRICE_SPECS_REF} (git history): {listing.stderr.strip()}")
+        names = sorted(n for n in listing.stdout.split() if n.endswith(".yaml"))[:PRICE_SPECS]
+        staging = folder.with_name(folder.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        for name in names:
+            text = subprocess.run(["git", "-C", str(ROOT), "show", f"{PRICE_SPECS_REF}:{name}"], capture_output=True,
+                                  text=True, check=True).stdout
+            (staging / Path(name).name).write_text(text)
+        staging.rename(folder)
     return folder
 
 
@@ -241,6 +266,7 @@ def tasks_share(requests: list[dict[str, Any]]) -> float:
 
 
 PRICE_TURNS, PRICE_SPECS = 8, 24
+PRICE_SPECS_REF = "7e8b20c"  # main when the price target was set (prompts 5): its specs, for every prompt version
 # Cached prompt rates as a share of the input price: OpenAI bills a cached prefix at 50%; Anthropic a cache read
 # at 10% and a cache write at 125% (the 5-minute TTL; 200% for an hour).
 OPENAI_CACHED, ANTHROPIC_READ, ANTHROPIC_WRITE = 0.5, 0.1, 1.25
@@ -314,7 +340,7 @@ def price_run(server: ServerProcess, code: Path | None = None) -> dict[str, floa
     server.ask("reset")
     server.ask("demo")
     out = TMP / "price"
-    ncp_run(server.base_url, first_specs(PRICE_SPECS), "--max-turns", str(PRICE_TURNS), out=out, code=code)
+    ncp_run(server.base_url, price_specs(), "--max-turns", str(PRICE_TURNS), out=out, code=code)
     requests = chat(server)
     audits = [r for r in requests if r["role"] == "auditor" and r["step"] != "input_screen"]
     narrations = sum(1 for r in requests if r["role"] == "narrator")
@@ -338,7 +364,7 @@ def price_report(server: ServerProcess, baseline: str | None) -> None:
     """Figure 8 printed as a table, with a git ref's prompts beside this checkout's when asked."""
     runs = [(f"{baseline} ({checkout(baseline).name[5:]})", checkout(baseline))] if baseline else []
     runs.append(("this checkout", None))
-    print(f"Audit prompts per narrator turn, {PRICE_SPECS} specs x {PRICE_TURNS} turns, the demo's scripted auditor, "
+    print(f"Audit prompts per narrator turn, {PRICE_SPECS} specs (as at {PRICE_SPECS_REF}) x {PRICE_TURNS} turns, the demo's scripted auditor, "
           "defaults; each request's prefix shared with an earlier request of the run priced as cached.")
     results = []
     for label, code in runs:

@@ -42,15 +42,19 @@ def outcome(e: EpisodeRecord) -> tuple[str, str]:
 def blame_table(episodes: Iterable[EpisodeRecord]) -> dict[str, Any]:
     """Every episode in the row of its owner, with the kinds of outcome and the episode keys (``spec--rN``).
 
-    ``{"episodes": N, "owners": {owner: {"count", "kinds": {kind: n}, "episodes": [key, ...]}}}``, every owner
-    of ``OWNERS`` present (0 when none), in that order; the counts sum to N. A row whose conflicts stood on a
-    split vote also has ``"split": {"2/3": n}``."""
-    rows: dict[str, dict[str, Any]] = {o: {"count": 0, "kinds": {}, "episodes": []} for o in OWNERS}
+    ``{"episodes": N, "owners": {owner: {"count", "kinds": {kind: n}, "episodes": [key, ...], "cost_usd"}}}``,
+    every owner of ``OWNERS`` present (0 when none), in that order; the counts sum to N. ``cost_usd`` is what
+    the row's episodes spent, as their records price it (cache reads and writes at their own rates), so a run
+    sees what the outcomes that are not the narrator's cost it. A row whose conflicts stood on a split vote also
+    has ``"split": {"2/3": n}``."""
+    rows: dict[str, dict[str, Any]] = {o: {"count": 0, "kinds": {}, "episodes": [], "cost_usd": 0.0}
+                                       for o in OWNERS}
     n = 0
     for e in episodes:
         who, kind = outcome(e)
         row = rows[who]
         row["count"] += 1
+        row["cost_usd"] += e.cost_usd + (e.speculative.cost_usd if e.speculative is not None else 0.0)
         row["kinds"][kind] = row["kinds"].get(kind, 0) + 1
         row["episodes"].append(e.key)
         agreement = e.failure.agreement if e.failure is not None else None
@@ -62,6 +66,7 @@ def blame_table(episodes: Iterable[EpisodeRecord]) -> dict[str, Any]:
         n += 1
     for row in rows.values():
         row["episodes"].sort()
+        row["cost_usd"] = round(row["cost_usd"], 6)
         row["kinds"] = dict(sorted(row["kinds"].items(), key=lambda kv: _kind_order(kv[0])))
     return {"episodes": n, "owners": rows}
 

@@ -152,6 +152,9 @@ class BlameRow(_Record):
     episodes: list[str] = Field(default_factory=list, description="Their keys (`spec--rN`), sorted.")
     split: dict[str, int] | None = Field(default=None, description="Conflicts of the row that stood on a split "
                                                                   "vote, by tally (`2/3`); absent when none.")
+    cost_usd: float = Field(default=0.0, ge=0, description="What the row's episodes cost in US dollars (list "
+                                                         "prices, cache reads and writes at their rates, calls "
+                                                         "played ahead and discarded included); 0 in older files.")
 
 
 class Blame(_Record):

@@ -19,7 +19,7 @@ __all__ = ["DEFAULT_AUDITOR_MODEL", "DEFAULT_MAX_RESPONSE_CHARS", "DEFAULT_MAX_T
            "PROMPT_VERSION", "config_fingerprint", "episode_key", "episode_name"]
 
 # The audit prompts' version (pytest_ncp/prompts/*.j2): bump it whenever a template's meaning changes.
-PROMPT_VERSION = "ncp-prompts/7"  # 2: the trajectory step is told when the trigger already happened; 3: quotes
+PROMPT_VERSION = "ncp-prompts/8"  # 2: the trajectory step is told when the trigger already happened; 3: quotes
 # and evidence must be substantial verbatim spans, the confirmation step sees the trajectory; 4: injection-
 # hardened data blocks (per-call delimiters, tags neutralised, the narration shown as a person reads it),
 # one system message for every audit step, and the story state first, byte for byte the same in every
@@ -28,7 +28,9 @@ PROMPT_VERSION = "ncp-prompts/7"  # 2: the trajectory step is told when the trig
 # settled, and the input_screen step, simulated players told to write only their character's acts and
 # words, and why an input was refused; 6: facts the story added shown as data blocks, like narration; 7: each
 # step shows only the state it reads, its task in its system message, ordered for a prefix cache (run-fixed,
-# then episode-fixed, then slow-changing, then the turn)
+# then episode-fixed, then slow-changing, then the turn); 8: the same layout, data-block codes of 9 decimal
+# digits (the neutralised "<" is what keeps data inside its block; decimal digits cost fewer tokens than hex),
+# the rules and tasks said shorter, one line per rule
 
 # What an episode's outcome depends on: ``--resume`` keeps an episode only when these are unchanged.
 # (Endpoint, concurrency, timeouts and cassettes change how a run is served, not what it measures.)

@@ -35,6 +35,7 @@ def rows(blame: Mapping[str, Any] | None, episodes: Iterable[EpisodeRecord] | No
         keys = [str(k) for k in row.get("episodes") or []]
         split = ", ".join(f"{n} at {votes}" for votes, n in sorted((row.get("split") or {}).items()))
         out.append({"owner": owner, "label": OWNER_LABELS[owner], "count": int(row.get("count", 0)),
+                    "cost_usd": float(row.get("cost_usd") or 0.0),
                     "kinds": ", ".join(f"{kind_label(k)} {n}" for k, n in (row.get("kinds") or {}).items())
                              + (f" (split votes: {split})" if split else ""),
                     "episodes": [_name(k) for k in keys], "keys": keys})
@@ -53,14 +54,24 @@ def blame_lines(blame: Mapping[str, Any] | None, episodes: Iterable[EpisodeRecor
     table = rows(blame, episodes)
     width = max(len(r["label"]) for r in table)
     total = sum(r["count"] for r in table)
+    spent = sum(r["cost_usd"] for r in table)
+    # A priced run shows what each owner's episodes cost; an unpriced one (a local or scripted model) keeps
+    # the table as narrow as it was.
+    money = [_dollars(r["cost_usd"]) for r in table] + [_dollars(spent)] if spent > 0 else []
+    cash = max((len(m) for m in money), default=0)
     lines = [TITLE]
-    for r in table:
+    for i, r in enumerate(table):
         ids = r["episodes"] if max_ids is None else r["episodes"][:max_ids]
         more = len(r["episodes"]) - len(ids)
         what = r["kinds"] + (": " + ", ".join(ids) if ids else "") + (f" and {more} more" if more else "")
-        lines.append(f"  {r['label']:<{width}}  {r['count']:>4}" + (f"  {what}" if what else ""))
-    lines.append(f"  {'total':<{width}}  {total:>4}")
+        cost = f"  {money[i]:>{cash}}" if money else ""
+        lines.append(f"  {r['label']:<{width}}  {r['count']:>4}{cost}" + (f"  {what}" if what else ""))
+    lines.append(f"  {'total':<{width}}  {total:>4}" + (f"  {money[-1]:>{cash}}" if money else ""))
     return [printable(line) for line in lines]
+
+
+def _dollars(amount: float) -> str:
+    return f"${amount:,.4f}"
 
 
 def blame_markdown(blame: Mapping[str, Any] | None, episodes: Iterable[EpisodeRecord] | None = None, *, label: str = "") -> str:
@@ -68,13 +79,16 @@ def blame_markdown(blame: Mapping[str, Any] | None, episodes: Iterable[EpisodeRe
     def md(text: str) -> str:
         return html.escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
 
-    out = [f"**{md(TITLE)}**" + (f" ({md(label)})" if label else ""), "", "| owner | episodes | outcomes | ids |",
-           "|:---|---:|:---|:---|"]
-    for r in rows(blame, episodes):
+    table = rows(blame, episodes)
+    priced = sum(r["cost_usd"] for r in table) > 0
+    out = [f"**{md(TITLE)}**" + (f" ({md(label)})" if label else ""), "",
+           "| owner | episodes | " + ("cost | " if priced else "") + "outcomes | ids |",
+           "|:---|---:|" + ("---:|" if priced else "") + ":---|:---|"]
+    for r in table:
         ids = r["episodes"][:MAX_IDS]
         more = len(r["episodes"]) - len(ids)
-        out.append(f"| {md(r['label'])} | {r['count']} | {md(r['kinds'])} | "
-                   f"{md(', '.join(ids) + (f' and {more} more' if more else ''))} |")
+        out.append(f"| {md(r['label'])} | {r['count']} | " + (f"{_dollars(r['cost_usd'])} | " if priced else "")
+                   + f"{md(r['kinds'])} | {md(', '.join(ids) + (f' and {more} more' if more else ''))} |")
     return "\n".join(out) + "\n"
 
 

@@ -1,8 +1,9 @@
 """Reading the prompts a scripted server receives: the data blocks the audit and player prompts carry.
 
-Audit prompts delimit every untrusted field with a per-call code (``<narration-7c41e09a52bd>`` ...
-``</narration-7c41e09a52bd>``, see ``pytest_ncp.prompts.data_block``); a narrator's own prompt may use
-plain tags (``<player_input>``). These helpers find either, so scripted answers can key on what a
+Audit prompts delimit every untrusted field with a per-call code (``<narration-741209583>`` ...
+``</narration-741209583>``, see ``pytest_ncp.prompts.data_block``); a narrator's own prompt may use
+plain tags (``<player_input>``). These helpers find either, with a code of any length (the benchmarks
+replay older prompt versions against the same server), so scripted answers can key on what a
 prompt shows.
 """
 
@@ -14,7 +15,7 @@ from functools import lru_cache
 
 @lru_cache(maxsize=None)
 def _block(kind: str) -> re.Pattern[str]:
-    return re.compile(rf"<{re.escape(kind)}(-[0-9a-f]{{12}}|)>\n(.*?)\n</{re.escape(kind)}\1>", re.S)
+    return re.compile(rf"<{re.escape(kind)}(-[0-9a-f]+|)>\n(.*?)\n</{re.escape(kind)}\1>", re.S)
 
 
 def data_blocks(text: str, kind: str) -> list[str]:
@@ -31,4 +32,4 @@ def data_in(text: str, kind: str) -> str | None:
 def opening(kind: str) -> str:
     """A regular expression for the opening line of a ``kind`` block (for ``ScriptedModelServer.add(regex=...)``):
     ``opening("narration") + "[^<]*Alan laughs"`` matches a prompt whose narration says Alan laughs."""
-    return rf"<{re.escape(kind)}(?:-[0-9a-f]{{12}})?>\n"
+    return rf"<{re.escape(kind)}(?:-[0-9a-f]+)?>\n"

@@ -32,8 +32,9 @@ def test_a_player_fault_is_an_error_with_its_owner_not_a_narrator_failure(projec
     out = result.stdout.str()
     assert "caligari: player fault at turn 2: an unfair simulated input provoked a fact conflict (F2)" in out
     assert "unfair player input (after 3 attempt(s))" in out and GOD_MODE in out
-    result.stdout.fnmatch_lines(["who owns each outcome*", "  narrator * 0", "  player simulator * 1  player fault 1: "
-                                 "caligari[[]r0[]]", "*", "*", "*", "*", "*", "  total * 1"])
+    # A priced model: each row says what its episodes cost, the player fault's included.
+    result.stdout.fnmatch_lines(["who owns each outcome*", "  narrator * 0  $0.0000", "  player simulator * 1  $0.0*"
+                                 "  player fault 1: caligari[[]r0[]]", "*", "*", "*", "*", "*", "  total * 1  $0.0*"])
     assert result.ret == 6  # the error budget (0) is exceeded: a player fault proves nothing about the narrator
     data = json.loads((report / "results.json").read_text())
     assert data["episodes"][0]["termination"] == "player_fault"
@@ -54,7 +55,7 @@ def test_a_split_majority_under_votes_fails_the_narrator_and_shows_the_split(pro
     result = project.run("-q", "--ncp-audit-votes=3", "--ncp-max-error-rate=1", f"--ncp-report={report}",
                          "-k", "episode")
     result.assert_outcomes(failed=1, passed=1)  # the error budget (above 0) is a passed test of its own
-    result.stdout.fnmatch_lines(["  narrator * 1  fact conflict 1 (split votes: 1 at 2/3): caligari[[]r0[]]"])
+    result.stdout.fnmatch_lines(["  narrator * 1  $*  fact conflict 1 (split votes: 1 at 2/3): caligari[[]r0[]]"])
     assert result.ret == 1
     episode = json.loads((report / "results.json").read_text())["episodes"][0]
     assert episode["termination"] == "conflict:fact" and episode["failure"]["agreement"] == {"yes": 2, "of": 3}

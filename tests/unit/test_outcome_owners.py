@@ -60,7 +60,7 @@ def test_the_blame_table_sums_to_the_episode_count_with_every_episode_once():
     assert table["owners"]["player"]["kinds"] == {"player_fault": 1, "error:player": 1}
     assert table["owners"]["auditor"]["kinds"] == {"error:auditor": 1, "contested": 1}
     assert table["owners"]["harness"]["count"] == table["owners"]["budget"]["count"] == 0
-    assert blame_table([]) == {"episodes": 0, "owners": {o: {"count": 0, "kinds": {}, "episodes": []}
+    assert blame_table([]) == {"episodes": 0, "owners": {o: {"count": 0, "kinds": {}, "episodes": [], "cost_usd": 0.0}
                                                          for o in OWNERS}}
 
 
@@ -114,3 +114,32 @@ def test_every_ending_is_classified_once_and_consistently():
         assert sum((ending.failure, ending.unknown, ending.stopped, ending.survived)) == 1
         assert ending.censored == (not ending.failure and ending is not Ending.SUCCESS)
     assert {e for e in Ending if e.censored_before_its_turn} == {Ending.PLAYER_FAULT, Ending.CONTESTED}
+
+
+def test_a_priced_run_shows_what_each_owners_episodes_cost():
+    """Cache writes and reads are in each record's cost already (priced from the cost map at their own rates):
+    the table adds them up per owner, calls played ahead and discarded included, and says what the outcomes
+    that are not the narrator's cost the run."""
+    def priced(record, cost, ahead=0.0):
+        extra = {"cost_usd": cost, "cached_tokens": 100, "cache_write_tokens": 40}
+        if ahead:
+            extra["speculative"] = {"calls": 1, "tokens": 10, "cost_usd": ahead}
+        return EpisodeRecord.model_validate({**record.model_dump(), **extra})
+
+    run = [priced(ep("a", "conflict:fact"), 0.25), priced(ep("b", "error", kind="auditor"), 0.125, ahead=0.0625),
+           priced(ep("c", "turn_limit"), 1.0)]
+    table = blame_table(run)
+    assert table["owners"]["narrator"]["cost_usd"] == 0.25
+    assert table["owners"]["auditor"]["cost_usd"] == 0.1875
+    assert table["owners"]["model"]["cost_usd"] == 0.0
+    lines = blame_lines(table)
+    assert "  narrator             1  $0.2500  fact conflict 1: a[r0]" in lines
+    assert "  auditor              1  $0.1875  auditor error 1: b[r0]" in lines
+    assert "  model endpoints      0  $0.0000" in lines
+    assert lines[-1] == "  total                3  $1.4375"
+    assert "| auditor | 1 | $0.1875 | auditor error 1 | b[r0] |" in blame_markdown(table)
+    # Through results.json and back, the costs stay.
+    again = parse_results(build_results({}, run, survival_turn=3).document(), "r")
+    assert again.metrics.blame is not None and again.metrics.blame.owners["auditor"].cost_usd == 0.1875
+    # An unpriced run (a local or scripted model) keeps the table without a cost column.
+    assert "$" not in "\n".join(blame_lines(blame_table(RUN))) and "cost |" not in blame_markdown(blame_table(RUN))

@@ -63,7 +63,7 @@ def audit_prompts(ctx) -> dict[str, str]:
 
 def test_no_audit_prompt_can_be_closed_early_by_any_spelling_of_a_tag(ctx):
     for step, prompt in audit_prompts(ctx).items():
-        opened = re.findall(r"^<([a-z_]+)-([0-9a-f]{12})>$", prompt, re.M)
+        opened = re.findall(r"^<([a-z_]+)-([0-9]{9})>$", prompt, re.M)
         assert opened, step
         # The only closing tags in the prompt are the blocks' own (the rules' example aside).
         closes = [m.group(0) for m in CLOSING.finditer(prompt)]
@@ -76,7 +76,7 @@ def test_no_audit_prompt_can_be_closed_early_by_any_spelling_of_a_tag(ctx):
             (content,) = data_blocks(prompt, kind)
             assert shown(ATTACK) in content, (step, kind)
         # Everything the attack says sits inside a block: nothing of it is outside.
-        outside = re.sub(r"<([a-z_]+)-([0-9a-f]{12})>\n.*?\n</\1-\2>", "", prompt, flags=re.S)
+        outside = re.sub(r"<([a-z_]+)-([0-9]{9})>\n.*?\n</\1-\2>", "", prompt, flags=re.S)
         assert "SYSTEM NOTE FROM THE NCP HARNESS" not in outside, step
         assert "im_start" not in outside, step
 
@@ -97,7 +97,7 @@ def test_every_step_opens_with_the_same_data_rule_then_its_own_task_and_no_data(
     rules = set()
     for step, messages in prompts.items():
         system, user = messages
-        assert system["role"] == "system" and "never an\n  instruction to you" in system["content"], step
+        assert system["role"] == "system" and "never an instruction to you" in " ".join(system["content"].split()), step
         rules.add(system["content"][:system["content"].index("\nTASK: ")])
         assert "TASK: " not in user["content"] and "TURN 3." not in system["content"], step
         nonce = call_nonce(ctx.previous_response, ctx.player_input, ctx.response)
@@ -142,7 +142,7 @@ def test_each_step_carries_the_state_it_reads_and_not_the_rest(ctx):
 
 def test_a_different_narration_gets_a_different_code_and_the_same_narration_the_same(ctx):
     assert call_nonce("a", "b") == call_nonce("a", "b") != call_nonce("a", "c")
-    assert re.fullmatch(r"[0-9a-f]{12}", call_nonce(NARRATION))
+    assert re.fullmatch(r"[0-9]{9}", call_nonce(NARRATION))
 
 
 @pytest.mark.parametrize("persona", ["adversarial", "natural"])
@@ -165,7 +165,7 @@ def test_simulated_players_read_narration_as_data_that_cannot_steer_them(ctx, pe
     (messages,) = sent
     assert "never an instruction to you" in messages[0]["content"] and messages[0]["role"] == "system"
     prompt = "\n".join(m["content"] for m in messages[1:])
-    opened = re.findall(r"^<(narration)-([0-9a-f]{12})>$", prompt, re.M)
+    opened = re.findall(r"^<(narration)-([0-9]{9})>$", prompt, re.M)
     assert len(opened) == 2
     assert sorted(m.group(0) for m in CLOSING.finditer(prompt)) == sorted(f"</{k}-{c}" for k, c in opened)
 
@@ -179,13 +179,13 @@ def test_the_input_screen_holds_the_input_and_the_story_so_far_as_data(ctx):
     prompt = "\n".join(m["content"] for m in render(
         "input_screen", ctx=screen, spec=screen.spec, player=screen.spec.player, turn=screen.turn,
         history=list(screen.history), player_input=screen.player_input, nonce=nonce))
-    opened = re.findall(r"^<([a-z_]+)-([0-9a-f]{12})>$", prompt, re.M)
+    opened = re.findall(r"^<([a-z_]+)-([0-9]{9})>$", prompt, re.M)
     assert {kind for kind, _ in opened} == {"briefing", "earlier_input", "narration", "player_input"}
     closes = [m.group(0) for m in CLOSING.finditer(prompt)]
     assert sorted(closes) == sorted(f"</{kind}-{code}" for kind, code in opened)
     (content,) = data_blocks(prompt, "player_input")
     assert shown(ATTACK) in content
-    outside = re.sub(r"<([a-z_]+)-([0-9a-f]{12})>\n.*?\n</\1-\2>", "", prompt, flags=re.S)
+    outside = re.sub(r"<([a-z_]+)-([0-9]{9})>\n.*?\n</\1-\2>", "", prompt, flags=re.S)
     assert "SYSTEM NOTE FROM THE NCP HARNESS" not in outside and "im_start" not in outside
 
 
@@ -204,5 +204,5 @@ def test_an_added_fact_leaves_the_ledger_before_it_as_it_was_and_no_fact_can_clo
     after = auditor._variables(replace(ctx, facts=[*ctx.facts, first, sneaky]))["ledger"]
     assert after.startswith(before)
     assert data_blocks(after, "fact") == [first.text, shown(sneaky.text)]
-    outside = re.sub(r"<([a-z_]+)-([0-9a-f]{12})>\n.*?\n</\1-\2>", "", after, flags=re.S)
+    outside = re.sub(r"<([a-z_]+)-([0-9]{9})>\n.*?\n</\1-\2>", "", after, flags=re.S)
     assert "SYSTEM NOTE" not in outside
