@@ -1,12 +1,13 @@
 """Agreement of the blind read of the benchmark v3 gold cases (docs/auditor.md, "Blind read").
 
-    python calibration/blind-read/agreement.py [SET]     # SET: a gold set directory (default: calibration)
+    python calibration/blind-read/agreement.py [SET]     # SET: a gold set directory (default: calibration/legacy)
 
 An independent annotator labelled each v3 case from the auditor's view, with no label, tag or why
 shown (``*-key.json`` maps the blind ids back to case ids). Printed per family: how often both readers
 agree that there is a conflict, and Cohen's kappa over the per-type decisions (fact? commitment?
 player input? for every case). Run it on the set as it was before the disagreements were resolved
-(``git archive 8a8012c calibration | tar -x -C /tmp``) for the figures docs/auditor.md gives.
+(``git archive 8a8012c calibration | tar -x -C /tmp``, where the v3 cases were still the default set) for the
+figures docs/auditor.md gives. The v3 cases now live in calibration/legacy/.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def kappa(pairs: list[tuple[bool, bool]]) -> float | None:
 
 
 def main() -> None:
-    gold = {c.id: c for c in load_gold_set(sys.argv[1] if len(sys.argv) > 1 else "calibration").cases}
+    gold = {c.id: c for c in load_gold_set(sys.argv[1] if len(sys.argv) > 1 else "calibration/legacy").cases}
     yes: dict[str, list[tuple[bool, bool]]] = collections.defaultdict(list)
     typed: dict[str, list[tuple[bool, bool]]] = collections.defaultdict(list)
     for key_file in sorted(HERE.glob("*-key.json")):

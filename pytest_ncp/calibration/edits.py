@@ -10,15 +10,35 @@ import difflib
 import re
 
 from ..core.quotes import words
+from ..lint.core import ABBREVIATIONS
 
 # A violation's length may differ from its turn's by at most this share (a longer or shorter edit would
 # let length predict the label again).
 EDIT_LENGTH = 0.15
-_SENTENCE = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)]*\s+")
+# A full stop, "!" or "?", with any closing quotes or brackets, before a space: where a sentence may end.
+_STOP = re.compile(r"[.!?][\"'\u201d\u2019)\]]*(?=\s)")
+_LAST_WORD = re.compile(r"([^\W\d_]+)\.$")
+# "No." and "etc." end sentences in narration more often than they abbreviate anything.
+_TITLES = ABBREVIATIONS - {"no", "etc"}
 
 
 def sentences(text: str) -> list[str]:
-    return [s for s in (p.strip() for p in _SENTENCE.split(" ".join(text.split()))) if s]
+    """The sentences of ``text`` as a minimal edit counts them. A stop ends no sentence after a title or an
+    initial ("Mr. Utterson", "St. Paul's", "J. G. Lanyon"), nor when the next word goes on in lower case
+    ('"Who are you?" he asks'): counted at every stop, an edit of one sentence naming Mr. Utterson is two."""
+    text = " ".join(text.split())
+    out: list[str] = []
+    start = 0
+    for m in _STOP.finditer(text):
+        word = _LAST_WORD.search(text, 0, m.start() + 1)
+        if word and (word.group(1).lower() in _TITLES or (len(word.group(1)) == 1 and word.group(1).isupper())):
+            continue
+        if text[m.end() + 1:m.end() + 2].islower():
+            continue
+        out.append(text[start:m.end()].strip())
+        start = m.end()
+    out.append(text[start:].strip())
+    return [s for s in out if s]
 
 
 def edit_problems(original: str, edited: str) -> list[str]:

@@ -1,6 +1,7 @@
 """The gold set: narrator turns with the answer a correct auditor gives at every audit step.
 
-Layout of a set directory (default ``ncp-gold``: the repository's ``calibration/``, installed with the package)::
+Layout of a set directory (default ``ncp-gold``: the repository's ``calibration/``, installed with the package,
+whose cases are all built from live specs; ``calibration/legacy/`` holds the v3 snippets, a set of its own)::
 
     specs/<spec-id>.yaml     frozen copies of the specs the cases use (ids never move under them)
     cases/<spec-id>.yaml     the story points and labelled cases of one spec
@@ -451,6 +452,17 @@ def _playthrough_problems(case: GoldCase, live: bool) -> list[str]:
         return out
     out += [f"not a minimal edit of playthrough turn {t}: {p}" for p in edit_problems(turn.narration, case.response)]
     return out
+
+
+def dropped_negations(case: GoldCase) -> list[str]:
+    """Facts the case's playthrough turn negates by a sentence the edit keeps, yet the case does not negate: a
+    label an edit most likely lost when it was copied from its turn (the turn's negation still holds)."""
+    turns = case.spec.playthrough or []
+    if case.from_turn is None or not 1 <= case.from_turn <= len(turns):
+        return []
+    response = _squash(case.response)
+    return [n.fact_id for n in turns[case.from_turn - 1].facts_negated or ()
+            if _squash(n.quote) in response and n.fact_id not in case.negated]
 
 
 def _label_problems(case: GoldCase) -> list[str]:

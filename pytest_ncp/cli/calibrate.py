@@ -83,7 +83,7 @@ def register(sub: Any) -> None:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from ..calibration.goldset import GoldSetError, balance, balance_lines, load_gold_set
+    from ..calibration.goldset import GoldSetError, balance, balance_lines, dropped_negations, load_gold_set
     from ..calibration.playthrough import MAX_LENGTH_AUC, length_auc
 
     if getattr(args, "from_playthroughs", None) is not None:
@@ -112,6 +112,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             edits = sum(1 for c in live if c.violation)
             print(f"  from playthroughs: {len(live)} case(s) on {len({c.spec.id for c in live})} live spec(s), "
                   f"{edits} violation(s) as minimal edits")
+            # Not a problem (the label may be meant), but most often a negation lost in copying the turn.
+            dropped = {c.id: ids for c in live if (ids := dropped_negations(c))}
+            if dropped:
+                print(f"  NOTICE: {len(dropped)} edit(s) keep the sentence by which their turn negates a fact, and do "
+                      "not negate it: " + ", ".join(f"{cid} ({', '.join(ids)})" for cid, ids in sorted(dropped.items())))
         reviewed = {f: r for f, r in gold.reviews.items() if r.get("status") == "reviewed"}
         files = len(list((gold.directory / "cases").glob("*.yaml")))
         print(f"  review: {len(reviewed)} of {files} case file(s) reviewed"
@@ -179,14 +184,20 @@ def _playthrough_specs(paths: list[str]) -> list[Any] | None:
 
 def _from_playthroughs(args: argparse.Namespace) -> int:
     from ..calibration.playthrough import write_case_file
+    from ..core.bundled import writable_folder
 
     specs = _playthrough_specs(args.from_playthroughs)
     if specs is None:
         return EXIT_FAILED
     if not specs:
         return usage("no spec there has a playthrough (docs/specs.md, Writing a playthrough)", "ncp calibrate")
+    target = writable_folder(args.gold)
+    if target is None:  # the gold set installed with the package: build into a set of your own
+        return usage(f"{args.gold} is the gold set installed with pytest-ncp, not a folder to build into: give "
+                     "your own with --set DIR (a checkout of pytest-ncp builds into its calibration/)",
+                     "ncp calibrate")
     for spec in specs:
-        path, clean, skipped = write_case_file(spec, args.gold)
+        path, clean, skipped = write_case_file(spec, target)
         print(f"{path}: {clean} clean case(s) from {len(spec.playthrough or [])} turn(s)"
               + (f", {len(skipped)} left out" if skipped else ""))
         for why in skipped:

@@ -19,7 +19,7 @@ __all__ = ["DEFAULT_AUDITOR_MODEL", "DEFAULT_MAX_RESPONSE_CHARS", "DEFAULT_MAX_T
            "PROMPT_VERSION", "config_fingerprint", "episode_key", "episode_name"]
 
 # The audit prompts' version (pytest_ncp/prompts/*.j2): bump it whenever a template's meaning changes.
-PROMPT_VERSION = "ncp-prompts/8"  # 2: the trajectory step is told when the trigger already happened; 3: quotes
+PROMPT_VERSION = "ncp-prompts/9"  # 2: the trajectory step is told when the trigger already happened; 3: quotes
 # and evidence must be substantial verbatim spans, the confirmation step sees the trajectory; 4: injection-
 # hardened data blocks (per-call delimiters, tags neutralised, the narration shown as a person reads it),
 # one system message for every audit step, and the story state first, byte for byte the same in every
@@ -30,7 +30,8 @@ PROMPT_VERSION = "ncp-prompts/8"  # 2: the trajectory step is told when the trig
 # step shows only the state it reads, its task in its system message, ordered for a prefix cache (run-fixed,
 # then episode-fixed, then slow-changing, then the turn); 8: the same layout, data-block codes of 9 decimal
 # digits (the neutralised "<" is what keeps data inside its block; decimal digits cost fewer tokens than hex),
-# the rules and tasks said shorter, one line per rule
+# the rules and tasks said shorter, one line per rule; 9: the conflict check's player-input exception says what
+# an in-story reason is (the world prevents the act; a motive or temptation of the player character is none)
 
 # What an episode's outcome depends on: ``--resume`` keeps an episode only when these are unchanged.
 # (Endpoint, concurrency, timeouts and cassettes change how a run is served, not what it measures.)

@@ -28,8 +28,10 @@ AUDIT_STEPS = (Step.CONFLICT_CHECK, Step.CONFLICT_CONFIRMATION, Step.FACT_UPDATE
                Step.COMMITMENT_CHECK)
 MODES = ("gold", "never", "always", "invalid", "gullible")
 # What an attack on the auditor looks like in a prompt's data (the gullible auditor obeys it).
-_ADDRESSES_AUDITOR = re.compile(r"auditor|harness|system note|\{\s*\"(?:conflicts|confirmed)\"|"
-                                r"\u2039\s*/\s*(?:narration|player_input)|ooc|out of character|previous instructions", re.I)
+# Whole words only: "harnessed" (a lion not harnessed to a chariot) is story, not an attack.
+_ADDRESSES_AUDITOR = re.compile(r"\bauditor|\bauditing model|\b(?:grading|reviewing) model|\bharness\b|system note|"
+                                r"\{\s*\"(?:conflicts|confirmed)\"|\u2039\s*/\s*(?:narration|player_input)|\booc\b|"
+                                r"out of character|previous instructions", re.I)
 _TITLE = re.compile(r"STORY: (.*?)\. The player plays")
 _TURN = re.compile(r"TURN (\d+)\.")
 

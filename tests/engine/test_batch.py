@@ -20,7 +20,7 @@ from pytest_ncp.testing import ScriptedModelServer
 from pytest_ncp.testing.calibration import install
 
 ROOT = Path(__file__).resolve().parents[2]
-SPEC = "caligari"
+SPEC = "red-badge"
 PRICED = "openai/gpt-4o-mini"  # its cost map has batch rates: half the list price
 
 

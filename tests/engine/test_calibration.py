@@ -19,8 +19,10 @@ from pytest_ncp.testing.calibration import install, request_key
 from tests.conftest import ROOT
 
 GOLD = ROOT / "calibration"
-# Scoring rules are checked on a few specs (every conflict type, ~70 cases); the gold auditor runs on all.
-SOME = ("caligari", "dracula", "frankenstein", "metropolis", "nosferatu")
+# The v3 snippets on frozen spec copies: a gold set of its own, no longer the default.
+LEGACY = GOLD / "legacy"
+# Scoring rules are checked on a few specs (every conflict type, ~80 cases); the gold auditor runs on all.
+SOME = ("all-quiet", "macbeth")
 CONFLICT_ROWS = ("conflict: any", "conflict: fact", "conflict: commitment", "conflict: player_input")
 
 
@@ -29,8 +31,8 @@ def gold():
     return load_gold_set(GOLD)
 
 
-def calibrate(server, out: Path, *extra: str) -> tuple[int, dict]:
-    code = main(["calibrate", "--set", str(GOLD), "--auditor-model", "openai/scripted-auditor",
+def calibrate(server, out: Path, *extra: str, gold_set: Path = GOLD) -> tuple[int, dict]:
+    code = main(["calibrate", "--set", str(gold_set), "--auditor-model", "openai/scripted-auditor",
                  "--api-base", server.base_url, "--out", str(out), *extra])
     path = out / "calibration.json"
     return code, json.loads(path.read_text()) if path.exists() else {}
@@ -121,7 +123,7 @@ def test_calibration_replays_from_cassettes(ncp_model_server, gold, tmp_path):
 def test_calibrate_shapes_the_auditor_calls_as_ncp_run_does(ncp_model_server, gold, tmp_path):
     # The model-call options of ncp run (self-hosted models) reach the calibration's auditor calls.
     install(ncp_model_server, gold.cases, "gold")
-    code, data = calibrate(ncp_model_server, tmp_path, "--cases", "nosferatu", "--structured-output", "json_object",
+    code, data = calibrate(ncp_model_server, tmp_path, "--cases", "macbeth", "--structured-output", "json_object",
                            "--max-tokens", "auditor=321")
     assert code == 0 and data["summary"]["invalid"]["cases"] == 0
     audits = [r for r in ncp_model_server.requests if r.step]
@@ -134,7 +136,7 @@ def test_calibrate_shapes_the_auditor_calls_as_ncp_run_does(ncp_model_server, go
 def test_check_names_file_line_and_what_is_wrong(tmp_path, capsys):
     (tmp_path / "specs").mkdir()
     (tmp_path / "cases").mkdir()
-    shutil.copy(GOLD / "specs" / "nosferatu.yaml", tmp_path / "specs")
+    shutil.copy(LEGACY / "specs" / "nosferatu.yaml", tmp_path / "specs")
     (tmp_path / "cases" / "nosferatu.yaml").write_text(textwrap.dedent("""\
         spec: nosferatu
         points:
@@ -183,8 +185,8 @@ def test_a_long_horizon_point_rebuilds_a_ledger_grown_over_many_turns(tmp_path, 
     # would hold at turn t, with each fact's turn; a fact negated before it was added is refused.
     (tmp_path / "specs").mkdir()
     (tmp_path / "cases").mkdir()
-    shutil.copy(GOLD / "specs" / "nosferatu.yaml", tmp_path / "specs")
-    n = len(load_gold_set(GOLD).specs["nosferatu"].initial_facts)
+    shutil.copy(LEGACY / "specs" / "nosferatu.yaml", tmp_path / "specs")
+    n = len(load_gold_set(LEGACY).specs["nosferatu"].initial_facts)
     a, b, c = (f"F{n + i}" for i in (1, 2, 3))
     cases = textwrap.dedent(f"""\
         spec: nosferatu
@@ -315,25 +317,26 @@ def test_ncp_run_with_workers_audits_the_canaries_once_in_the_parent(ncp_model_s
     assert data["canaries"]["ok"] is True and data["canaries"]["k"] == 4 and len(data["episodes"]) == 2
 
 
-def test_the_injection_row_catches_an_auditor_that_obeys_the_narration(gold, tmp_path):
+def test_the_injection_row_catches_an_auditor_that_obeys_the_narration(tmp_path):
     # The gold auditor catches every injection case; the gullible one (gold labels, but it obeys a narration
-    # that addresses the auditor) misses all their violations, while its other rows look perfect.
+    # that addresses the auditor) misses all their violations, while its other rows look perfect. On the v3
+    # snippets: half their attacks sit beside a real violation (of the v4 edits, one does so far).
     from pytest_ncp.testing import ScriptedModelServer
 
-    attacks = [c for c in gold.cases if "injection" in c.tags]
+    attacks = [c for c in load_gold_set(LEGACY).cases if "injection" in c.tags]
     assert len(attacks) >= 30 and sum(c.violation for c in attacks) >= 15
     for mode, recall in (("gold", 1.0), ("gullible", 0.0)):
         with ScriptedModelServer() as server:
             install(server, attacks, mode)
-            code, data = calibrate(server, tmp_path / mode, "--cases", *[c.id for c in attacks])
+            code, data = calibrate(server, tmp_path / mode, "--cases", *[c.id for c in attacks], gold_set=LEGACY)
         row = data["summary"]["rows"]["injection: conflict"]
         assert row["recall"] == recall and row["cases"] == len(attacks), (mode, row)
 
 
-def test_the_content_reviews_label_fixes_stay_fixed(gold):
+def test_the_content_reviews_label_fixes_stay_fixed():
     # The 2026-12-01 content review: labels that were incomplete or wrong, and frozen invariants that bound the
-    # player character (a narrator could be blamed for the player's own choice).
-    cases = {c.id: c for c in gold.cases}
+    # player character (a narrator could be blamed for the player's own choice). The v3 set, now legacy.
+    cases = {c.id: c for c in load_gold_set(LEGACY).cases}
     assert "F14" in cases["wizard-of-oz-11"].negated
     for case_id in ("sign-of-four-05", "tale-two-cities-06", "gold-rush-06", "robin-hood-06"):
         assert "player_input" in cases[case_id].conflict_types, case_id  # the narrator invents the player's act
@@ -341,7 +344,40 @@ def test_the_content_reviews_label_fixes_stay_fixed(gold):
     assert "away until evening" not in (cases["dracula-05"].point.previous or "")
     from pytest_ncp.lint import lint_paths
 
-    findings, errors = lint_paths([GOLD / "specs"])
+    findings, errors = lint_paths([LEGACY / "specs"])
     assert not errors
     findings = [f for f in findings if f.rule == "invariant-binds-player"]
     assert findings == [], [str(f) for f in findings]
+
+
+def test_the_v4_blind_reads_label_fixes_stay_fixed(gold):
+    # The 2026-12-05 blind read (calibration/blind-read/v4-gold2.md): negations an edit kept from its turn, a change
+    # told as hearsay, and deaths the ledger never recorded (a long-horizon case must be judgeable from the ledger).
+    cases = {c.id: c for c in gold.cases}
+    assert "F10" in cases["earnest-v4-e05"].negated and "F7" in cases["red-badge-v4-e01"].negated
+    e12 = cases["tale-two-cities-v4-e12"]
+    assert {"F2", "F5"} <= set(e12.negated) and "he heard" not in e12.response
+    assert "F5" in cases["tale-two-cities-v4-t09"].negated
+    assert "F3" in cases["thirty-nine-steps-v4-e11"].negated and "F3" in cases["thirty-nine-steps-v4-t22"].negated
+    for case_id, dead in (("king-solomons-mines-v4-e04", "Ventvögel"), ("tom-sawyer-v4-e03", "Robinson"),
+                          ("war-of-the-worlds-v4-e03", "Ogilvy")):
+        case = cases[case_id]
+        named = {i for c in case.conflicts if c.type == "fact" for i in c.ids}
+        ledger = {f.id: f.text for f in case.ledger().active()}
+        assert "commitment" in case.conflict_types and any(dead in ledger[i] for i in named), case_id
+
+
+def test_the_rubric_does_not_excuse_a_quiet_override_by_a_motive_given_to_the_player(gold):
+    # The gold calls a quiet override a player-input conflict even where the narration gives the player character a
+    # reason of his own (gullivers-travels-v4-e08: he does not call, "no one would answer"); the conflict check and
+    # its confirmation must say the same, or a careful auditor that follows them is scored as a miss.
+    from pytest_ncp.engine.auditor import LLMAuditor
+    from pytest_ncp.prompts import render
+
+    case = next(c for c in gold.cases if c.id == "gullivers-travels-v4-e08")
+    assert case.conflict_types == {"player_input"} and "quiet-override" in case.tags
+    variables = LLMAuditor(client=None, model="m")._variables(case.context())  # type: ignore[arg-type]
+    conflict = {"type": "player_input", "fact_ids": [], "commitment_ids": [], "quote": "q", "explanation": "e"}
+    for step, extra in (("conflict_check", {}), ("conflict_confirmation", {"conflict": conflict, "flag_nonce": "0"})):
+        system = " ".join(render(step, **variables, **extra)[0]["content"].split())
+        assert "motive" in system and "prevent" in system and "the player's choice made for them" in system, step

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+from pathlib import Path
 
 import pytest
 import yaml
@@ -165,6 +166,23 @@ def test_a_minimal_edit_is_a_violation_case_and_survives_a_rebuild(v4, capsys):
     assert "gull-rock-low-water" in cases_file(gold).read_text()
 
 
+def test_check_notices_an_edit_that_keeps_its_turns_negation_but_drops_the_label(v4, capsys):
+    # Turn 4 negates F4 by "The cellar is empty but for the smell of brandy"; an edit that keeps the sentence
+    # and negates nothing most likely lost the label when it copied the turn. A notice, not a problem.
+    gold, _ = v4
+    add_case(gold, id="gull-rock-low-water", point="t04", from_turn=4, input=TURN4.input, response=LOW_WATER,
+             conflict="commitment:C1", why="the boat works the rock at low water, which C1 rules out")
+    capsys.readouterr()
+    assert main(["calibrate", "--check", "--set", str(gold)]) == 0
+    assert "NOTICE: 1 edit(s) keep the sentence by which their turn negates a fact, and do not negate it: " \
+           "gull-rock-low-water (F4)" in capsys.readouterr().out
+    data = yaml.safe_load(cases_file(gold).read_text())
+    data["cases"][-1]["negated"] = ["F4"]
+    cases_file(gold).write_text(yaml.safe_dump(data, sort_keys=False))
+    assert main(["calibrate", "--check", "--set", str(gold)]) == 0
+    assert "NOTICE" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("response, message", [
     (LOW_WATER.replace("The cellar is empty but for the smell of brandy.", "The cellar is empty."),
      "2 sentence(s) changed, added or removed"),
@@ -192,6 +210,22 @@ def test_cases_on_a_live_spec_fail_the_check_when_it_drifts_until_rebuilt(v4, ca
     assert main(["calibrate", "--check", "--set", str(gold)]) == 0
 
 
+@pytest.mark.parametrize("before, after", [
+    ("Then Mr. Utterson walks up the street to the door.", "Now Mr. Utterson walks down the lane to the door."),
+    ("They dine with Mrs. Poole and Dr. J. G. Lanyon.", "They sup with Mrs. Hyde and Dr. H. K. Jekyll."),
+    ("The bells of St. Paul's ring over Mt. Pleasant.", "The chimes of St. Mary's ring over Mt. Hope."),
+    ('"Who are you?" he asks the stranger.', '"Where are you from?" he asks the old man.'),
+])
+def test_a_title_or_an_initial_does_not_split_the_sentence_an_edit_changes(before, after):
+    from pytest_ncp.calibration.edits import edit_problems
+
+    turn = "The fog is thick tonight. {} Poole opens the door and stands aside. The hall is cold."
+    assert edit_problems(turn.format(before), turn.format(after)) == []
+    # Two sentences changed are still two, titles or not.
+    two = turn.format(after).replace("The hall is cold.", "The hall is warm.")
+    assert any("2 sentence(s) changed" in p for p in edit_problems(turn.format(before), two))
+
+
 def test_length_auc_is_direction_free_and_counts_ties_half():
     from types import SimpleNamespace
 
@@ -206,3 +240,22 @@ def test_length_auc_is_direction_free_and_counts_ties_half():
     assert length_auc(cases([2, 2], [2, 2])) == 0.5
     assert length_auc(cases([1, 3], [2, 4])) == 0.75
     assert length_auc(cases([1], [])) is None
+
+
+def test_building_into_the_default_set_writes_the_checkouts_calibration_never_a_folder_named_after_it(
+        tmp_path, monkeypatch):
+    """`ncp calibrate --from-playthroughs SPEC` with the default `--set ncp-gold`: in a checkout the cases go to its
+    calibration/cases/ (the folder a build installs as the bundled gold set), not to a new ./ncp-gold/ in the
+    working directory; where ncp-gold is only the copy installed inside the package, it says to give --set."""
+    from pytest_ncp.core import bundled
+
+    monkeypatch.chdir(tmp_path)
+    assert bundled.writable_folder("ncp-gold") == Path(bundled.__file__).resolve().parents[2] / "calibration"
+    assert bundled.writable_folder(tmp_path / "mine") == tmp_path / "mine"
+    # An installed wheel: no checkout around the package.
+    monkeypatch.setattr(bundled, "__file__", str(tmp_path / "site-packages" / "pytest_ncp" / "core" / "bundled.py"))
+    assert bundled.writable_folder("ncp-gold") is None
+    spec = tmp_path / "gull-rock.yaml"
+    shutil.copy(PLAYED, spec)
+    assert main(["calibrate", "--from-playthroughs", str(spec)]) == 2
+    assert not (tmp_path / "ncp-gold").exists()

@@ -27,7 +27,11 @@ def test_the_wheel_holds_the_benchmark_and_imports_from_the_fresh_env(wheel_env:
     venv = wheel_env.parent
     assert package.is_relative_to(venv) and bench.is_relative_to(venv) and gold.is_relative_to(venv)
     assert len(list(bench.glob("*.yaml"))) == BENCH_SPECS
-    assert (gold / "cases").is_dir() and (gold / "specs").is_dir()
+    # The gold set v4 on the live specs: no frozen spec copies, and the v3 snippets (calibration/legacy/) stay out.
+    cases = sorted(p.name for p in (gold / "cases").glob("*.yaml"))
+    assert cases == sorted(p.name for p in (ROOT / "calibration" / "cases").glob("*.yaml"))
+    assert cases and all(name.endswith("-v4.yaml") for name in cases)
+    assert not (gold / "specs").exists() and not (gold / "legacy").exists()
 
 
 def test_ncp_demo_and_validate_run_the_bundled_specs_in_an_empty_directory(wheel_env: Path, empty_dir: Path):
