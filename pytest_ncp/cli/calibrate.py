@@ -179,14 +179,20 @@ def _playthrough_specs(paths: list[str]) -> list[Any] | None:
 
 def _from_playthroughs(args: argparse.Namespace) -> int:
     from ..calibration.playthrough import write_case_file
+    from ..core.bundled import writable_folder
 
     specs = _playthrough_specs(args.from_playthroughs)
     if specs is None:
         return EXIT_FAILED
     if not specs:
         return usage("no spec there has a playthrough (docs/specs.md, Writing a playthrough)", "ncp calibrate")
+    target = writable_folder(args.gold)
+    if target is None:  # the gold set installed with the package: build into a set of your own
+        return usage(f"{args.gold} is the gold set installed with pytest-ncp, not a folder to build into: give "
+                     "your own with --set DIR (a checkout of pytest-ncp builds into its calibration/)",
+                     "ncp calibrate")
     for spec in specs:
-        path, clean, skipped = write_case_file(spec, args.gold)
+        path, clean, skipped = write_case_file(spec, target)
         print(f"{path}: {clean} clean case(s) from {len(spec.playthrough or [])} turn(s)"
               + (f", {len(skipped)} left out" if skipped else ""))
         for why in skipped:

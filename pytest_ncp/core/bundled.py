@@ -36,6 +36,21 @@ def bundled_folder(name: str) -> Path:
                              f"{checkout}); reinstall pytest-ncp from a wheel built with its package data")
 
 
+def writable_folder(raw: str | Path) -> Path | None:
+    """Where to write into ``raw``: a bundled name stands for the checkout's own top-level folder (the source a
+    build installs; a copy installed inside the package is no place to write, so None there); any other path as
+    given."""
+    name = bundled_name(raw)
+    if name is None:
+        return Path(raw)
+    repository = Path(__file__).resolve().parents[2]
+    checkout = repository / NAMES[name]
+    if (repository / "pyproject.toml").is_file() and checkout.is_dir():
+        path = Path(raw)
+        return checkout.joinpath(*(path.parts[1:] if not path.is_absolute() else ()))
+    return None
+
+
 def bundled_name(raw: str | Path) -> str | None:
     """The bundled name ``raw`` starts with (``ncp-bench``, ``ncp-bench/caligari.yaml``), if any. A name stays a
     path when a file or folder of that name exists (a studio's own ``./ncp-bench`` wins); an ini's ``paths``

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+from pathlib import Path
 
 import pytest
 import yaml
@@ -206,3 +207,22 @@ def test_length_auc_is_direction_free_and_counts_ties_half():
     assert length_auc(cases([2, 2], [2, 2])) == 0.5
     assert length_auc(cases([1, 3], [2, 4])) == 0.75
     assert length_auc(cases([1], [])) is None
+
+
+def test_building_into_the_default_set_writes_the_checkouts_calibration_never_a_folder_named_after_it(
+        tmp_path, monkeypatch):
+    """`ncp calibrate --from-playthroughs SPEC` with the default `--set ncp-gold`: in a checkout the cases go to its
+    calibration/cases/ (the folder a build installs as the bundled gold set), not to a new ./ncp-gold/ in the
+    working directory; where ncp-gold is only the copy installed inside the package, it says to give --set."""
+    from pytest_ncp.core import bundled
+
+    monkeypatch.chdir(tmp_path)
+    assert bundled.writable_folder("ncp-gold") == Path(bundled.__file__).resolve().parents[2] / "calibration"
+    assert bundled.writable_folder(tmp_path / "mine") == tmp_path / "mine"
+    # An installed wheel: no checkout around the package.
+    monkeypatch.setattr(bundled, "__file__", str(tmp_path / "site-packages" / "pytest_ncp" / "core" / "bundled.py"))
+    assert bundled.writable_folder("ncp-gold") is None
+    spec = tmp_path / "gull-rock.yaml"
+    shutil.copy(PLAYED, spec)
+    assert main(["calibrate", "--from-playthroughs", str(spec)]) == 2
+    assert not (tmp_path / "ncp-gold").exists()
