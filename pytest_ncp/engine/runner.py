@@ -195,8 +195,12 @@ class Runner:
             return
         was = self.monitor.stopped
         self.monitor.finished(record)
-        if self.monitor.stopped and not was and self.on_stop is not None:
-            self.on_stop(self.monitor)
+        if self.monitor.stopped and not was:
+            if self.on_stop is not None:
+                self.on_stop(self.monitor)
+            # results.json says so at once, not at the next throttled save: whoever watches it (a CI step, a
+            # dashboard) learns the run has decided while its last episodes finish.
+            self.save(force=True)
 
     def resume(self, specs: Sequence[NarrativeSpec] = (), *, force: bool = False,
                force_flag: str = "--resume --force") -> int:

@@ -136,9 +136,9 @@ def trajectory_update(request: RecordedRequest) -> dict[str, Any]:
 
 class _Sampled:
     """A sampled call (temperature > 0: ``--audit-votes`` above 1, ``ncp stability``) is not always the greedy
-    answer: the n-th of identical sampled requests disagrees with it when a stable hash of (request, n) says
-    so, one time in ``odds``. Identical requests are interchangeable, so the answers are the same whatever
-    order concurrent calls arrive in."""
+    answer: the n-th sampled request for one judgement (``_story_key``) disagrees with it when a stable hash of
+    (judgement, n) says so, one time in ``odds``. Such requests are interchangeable, so the answers are the same
+    whatever order concurrent calls arrive in."""
 
     def __init__(self, odds: int):
         self.odds = odds
@@ -148,9 +148,19 @@ class _Sampled:
         temperature = request.body.get("temperature") or 0
         if not isinstance(temperature, (int, float)) or temperature <= 0:
             return False
-        key = hashlib.sha256(request.text.encode()).hexdigest()
+        key = _story_key(request)
         n = self.seen[key] = self.seen.get(key, -1) + 1
         return _roll("sample", key, n) % self.odds == 0
+
+
+def _story_key(request: RecordedRequest) -> str:
+    """What a sampled answer depends on: the step, the story, the turn and the data the call judges, never the
+    prompts' wording, so a change of prompt moves no demo outcome (the tests that pin one stay put)."""
+    text = request.text
+    story, turn = _STORY.search(text), _TURN.search(text)
+    parts = [request.step or "", story.group(1) if story else "", turn.group(1) if turn else "",
+             *(_tag(text, kind) or "" for kind in ("player_input", "narration", "flag_quote", "flag_explanation"))]
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
 
 
 def install_demo_script(server: ScriptedModelServer) -> None:

@@ -156,18 +156,46 @@ def test_cancel_ends_the_episodes_in_flight_as_censored(ncp_model_server, tmp_pa
     assert "are cancelled at their next turn" in printed
 
 
+def hold_until_decided(server, out, titles):
+    """Audit requests of these stories wait at the server until the parent's results.json says the sequential
+    gate stopped (or 60 s pass): how far a run gets before it decides is then the schedule's, not the machine's."""
+    import threading
+    import time
+
+    never = threading.Event()
+
+    def held(request):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if (results(out).get("sequential") or {}).get("stopped"):
+                    return None
+            except (OSError, ValueError):  # not written yet
+                pass
+            never.wait(0.02)
+        return None
+
+    server.add(role="auditor", regex=rf"STORY: (?:{'|'.join(map(re.escape, titles))})\.", reply=held)
+
+
 def test_workers_hand_out_no_episode_once_the_parent_decided(ncp_model_server, tmp_path, capsys):
     specs = write_specs(tmp_path / "specs", 30)
     fixed_code, fixed_calls = ncp_run(ncp_model_server, specs, tmp_path / "fixed", "--workers", "2")
+    # The first 7 episodes of the run's order decide it; the ones after wait at the server until it has decided.
+    order = episode_order([(f"story-{i:02d}", 0) for i in range(30)], 0)
+    hold_until_decided(ncp_model_server, tmp_path / "seq", [f"Story {s.split('-')[1]}" for s, _ in order[7:]])
     code, calls = ncp_run(ncp_model_server, specs, tmp_path / "seq", "--workers", "2", "--sequential")
     printed = capsys.readouterr().out
     assert code == fixed_code == 0
     data = results(tmp_path / "seq")
     ran = len(data["episodes"])
-    # Two workers, two slots each: the episodes in flight when it decided finish, and a worker that starts slowly
-    # holds early episodes of the order while the other runs later ones (which then finish too).
-    assert data["sequential"]["decided_after"] == 7 and 7 <= ran <= 22
-    assert len(data["sequential"]["unstarted"]) == 30 - ran and data["complete"]
+    # Two workers, two slots each: at most the 4 episodes in flight when it decided finish after it, and none of
+    # the others is handed out (the server never hears of them).
+    assert data["sequential"]["decided_after"] == 7 and 7 <= ran <= 7 + 4
+    unstarted = data["sequential"]["unstarted"]
+    assert len(unstarted) == 30 - ran and data["complete"]
+    asked = {m.group(1) for r in ncp_model_server.requests[-calls:] if (m := re.search(r"STORY: (Story \d+)\.", r.text))}
+    assert not asked & {f"Story {key.split('--')[0].split('-')[1]}" for key in unstarted}
     assert calls < fixed_calls * ran / 30 + 10
     assert "ncp survival gate PASSED (sequential): decided after 7 of 30 episodes" in printed
 

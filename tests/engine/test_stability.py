@@ -108,20 +108,20 @@ def test_flips_are_counted_against_the_record():
 def test_votes_screening_and_stability_end_to_end_on_the_offline_demo(tmp_path, capsys):
     from tests.conftest import SPECS
 
-    # Which episode the demo's sampled votes split follows a hash of the prompts: a prompt change may move it.
-    # These specs are complete (reference playthrough, independent read), so a content fix rarely moves it.
-    specs = [str(SPECS / f"{name}.yaml") for name in ("hound-baskervilles", "sign-of-four", "big-parade")]
+    # The demo's sampled votes follow the story and the data each call judges, not the prompts' wording: a prompt
+    # change leaves these outcomes alone (a change to one of these specs may move them).
+    specs = [str(SPECS / f"{name}.yaml") for name in ("hound-baskervilles", "time-machine", "big-parade")]
     assert main(["demo", "--specs", *specs, "--player", "adversarial", "--audit-votes", "3", "--max-turns", "20",
                  "--max-error-rate", "1", "--out", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out
-    assert "player simulator     1  player fault 1: hound-baskervilles[r0]" in out
+    assert "player simulator     1  player fault 1 (split votes: 1 at 2/3): hound-baskervilles[r0]" in out
     # A conflict that stood on 2 of 3 votes is the narrator's, its split shown in the table.
-    assert "narrator             1  fact conflict 1 (split votes: 1 at 2/3): sign-of-four[r0]" in out
+    assert "narrator             1  fact conflict 1 (split votes: 1 at 2/3): time-machine[r0]" in out
     data = json.loads((tmp_path / "run" / "results.json").read_text())
     by_spec = {e["spec_id"]: e for e in data["episodes"]}
     assert by_spec["hound-baskervilles"]["termination"] == "player_fault"
-    assert by_spec["sign-of-four"]["termination"] == "conflict:fact"
-    assert by_spec["sign-of-four"]["failure"]["agreement"] == {"yes": 2, "of": 3}
+    assert by_spec["time-machine"]["termination"] == "conflict:fact"
+    assert by_spec["time-machine"]["failure"]["agreement"] == {"yes": 2, "of": 3}
     assert all(e["screening"]["inputs"] >= 1 for e in data["episodes"])
     assert main(["stability", str(tmp_path / "run"), "--votes", "2", "--clean-sample", "4", "--demo", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
