@@ -28,12 +28,12 @@ def bundled_folder(name: str) -> Path:
     installed = resources.files("pytest_ncp") / "bench" / folder
     if isinstance(installed, Path) and installed.is_dir():
         return installed
-    repository = Path(__file__).resolve().parents[2]  # pytest_ncp/core/bundled.py -> the checkout, if it is one
-    checkout = repository / folder
-    if (repository / "pyproject.toml").is_file() and checkout.is_dir():
+    checkout = _checkout_folder(name)
+    if checkout is not None:
         return checkout
     raise BundledDataMissing(f"{name}: the bundled {folder}/ is not installed (looked in {installed} and "
-                             f"{checkout}); reinstall pytest-ncp from a wheel built with its package data")
+                             f"{Path(__file__).resolve().parents[2] / folder}); reinstall pytest-ncp from a wheel "
+                             "built with its package data")
 
 
 def writable_folder(raw: str | Path) -> Path | None:
@@ -43,12 +43,17 @@ def writable_folder(raw: str | Path) -> Path | None:
     name = bundled_name(raw)
     if name is None:
         return Path(raw)
-    repository = Path(__file__).resolve().parents[2]
+    checkout = _checkout_folder(name)
+    path = Path(raw)
+    return checkout.joinpath(*(path.parts[1:] if not path.is_absolute() else ())) if checkout is not None else None
+
+
+def _checkout_folder(name: str) -> Path | None:
+    """The top-level folder of a source checkout (an editable install) that a bundled name stands for; None when
+    the package does not sit in one."""
+    repository = Path(__file__).resolve().parents[2]  # pytest_ncp/core/bundled.py -> the checkout, if it is one
     checkout = repository / NAMES[name]
-    if (repository / "pyproject.toml").is_file() and checkout.is_dir():
-        path = Path(raw)
-        return checkout.joinpath(*(path.parts[1:] if not path.is_absolute() else ()))
-    return None
+    return checkout if (repository / "pyproject.toml").is_file() and checkout.is_dir() else None
 
 
 def bundled_name(raw: str | Path) -> str | None:
